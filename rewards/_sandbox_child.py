@@ -1,0 +1,152 @@
+"""The sandbox's child side: runs in a fresh `python -I -S` (stdlib only, Python >= 3.8).
+
+The parent (rewards/sandbox.py) passes this file's source with `-c`, in a temporary working
+directory holding `job.json`. Order matters: limits and the audit hook go in *before* any
+untrusted code runs, and cannot be lifted by it (rlimits only go down for an unprivileged
+user; audit hooks cannot be removed).
+
+Report protocol, one byte each, on the pipe `job["report_fd"]`: "S" the program loaded (or
+"X" it raised), then "1"/"0" per test, then "." when done. A killed child leaves a short report.
+"""
+
+import json
+import os
+import resource
+import signal
+import sys
+import types
+
+WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
+# Processes, raw memory access, network: the OS limits are the wall, these a second one.
+BLOCKED_EVENTS = {
+    "os.fork", "os.forkpty", "os.system", "os.exec", "os.posix_spawn", "os.spawn",
+    "os.kill", "os.killpg", "signal.pthread_kill", "subprocess.Popen", "pty.spawn",
+    "gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys.remote_exec",
+}
+BLOCKED_PREFIXES = ("socket.", "ctypes.", "_ctypes.", "mmap.")
+BLOCKED_IMPORTS = {
+    "ctypes", "_ctypes", "_posixsubprocess", "socket", "_socket", "ssl", "_ssl",
+    "multiprocessing", "_multiprocessing", "mmap",
+}
+# Events whose path arguments must stay inside the working directory.
+PATH_EVENTS = {
+    "os.remove": 1, "os.rmdir": 1, "os.mkdir": 1, "os.chmod": 1, "os.chown": 1,
+    "os.truncate": 1, "os.utime": 1, "os.chflags": 1, "os.setxattr": 1, "os.removexattr": 1,
+    "os.rename": 2, "os.symlink": 2, "os.link": 2,
+}
+
+
+def set_limits(limits):
+    cpu = int(limits["cpu_s"])
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))  # SIGXCPU, then SIGKILL
+    memory = int(limits["memory_mb"]) * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    output = int(limits["file_bytes"])
+    resource.setrlimit(resource.RLIMIT_FSIZE, (output, output))  # writes past it: EFBIG
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    nproc = int(limits["nproc"]) + (0 if limits["dedicated_user"] else own_tasks())
+    resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
+    signal.alarm(int(limits["wall_s"]) + 2)  # backstop should the parent die before killing us
+
+
+def own_tasks():
+    """Threads and processes of this uid (RLIMIT_NPROC counts them all, the trainer's too)."""
+    count, uid = 0, str(os.getuid())
+    for pid in os.listdir("/proc"):
+        try:
+            with open("/proc/%s/status" % pid) as f:
+                fields = dict(line.split(":", 1) for line in f if ":" in line)
+            if fields["Uid"].split()[0] == uid:
+                count += int(fields["Threads"])
+        except (OSError, KeyError, ValueError):
+            continue
+    return count
+
+
+def make_hook(root, blocked_events, blocked_prefixes, blocked_imports, path_events):
+    # Everything the hook uses is bound here, not looked up in this module's globals at call
+    # time, so code that reaches the bootstrap module cannot simply edit the lists.
+    realpath, join, getcwd, fsdecode, fspath, sep = (
+        os.path.realpath, os.path.join, os.getcwd, os.fsdecode, os.fspath, os.sep
+    )
+
+    def inside(path):
+        if isinstance(path, int):
+            return True  # an already-open file descriptor
+        if isinstance(path, bytes):
+            path = fsdecode(path)
+        full = realpath(join(getcwd(), fspath(path)))
+        return full == root or full.startswith(root + sep)
+
+    def hook(event, args):
+        if event in blocked_events or event.startswith(blocked_prefixes):
+            raise PermissionError("sandbox: %s is not allowed" % event)
+        if event == "import" and args[0].partition(".")[0] in blocked_imports:
+            raise ImportError("sandbox: import of %s is not allowed" % args[0])
+        if event == "open" and args[0] is not None:
+            path, mode, flags = args
+            writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
+                isinstance(flags, int) and flags & WRITE_FLAGS
+            )
+            if writing and not inside(path):
+                raise PermissionError("sandbox: writing %r outside the working directory" % (path,))
+        if event in path_events:
+            for path in args[: path_events[event]]:
+                if path is not None and not inside(path):
+                    raise PermissionError("sandbox: %s on %r is not allowed" % (event, path))
+
+    return hook
+
+
+def run(job, report):
+    # A fresh __main__ for the solution (dataclasses, pickle need one); this bootstrap's own
+    # module leaves sys.modules.
+    main_module = types.ModuleType("__main__")
+    sys.modules["__main__"] = main_module
+    namespace = main_module.__dict__
+    try:
+        exec(compile(job["program"], "solution.py", "exec"), namespace)
+        report(b"S")
+    except BaseException as exc:  # SystemExit and KeyboardInterrupt too: the tests still fail
+        report(b"X")
+        print("solution failed: %s: %s" % (type(exc).__name__, exc), file=sys.stderr)
+        return
+    for number, step in enumerate(job["steps"]):
+        try:
+            exec(compile(step["code"], "test_%d.py" % number, "exec"), namespace)
+            ok = True
+        except BaseException as exc:
+            ok = False
+            print("step %d failed: %s: %s" % (number, type(exc).__name__, exc), file=sys.stderr)
+        if step["test"]:
+            report(b"1" if ok else b"0")
+        elif not ok:
+            return  # broken setup: the remaining tests cannot be trusted to run
+    report(b".")
+
+
+def main():
+    with open("job.json") as f:
+        job = json.load(f)
+    set_limits(job["limits"])
+    fd = job["report_fd"]
+    write = os.write
+
+    def report(byte):
+        try:
+            write(fd, byte)
+        except OSError:
+            pass
+
+    root = os.path.realpath(os.getcwd())
+    sys.addaudithook(make_hook(
+        root, frozenset(BLOCKED_EVENTS), BLOCKED_PREFIXES, frozenset(BLOCKED_IMPORTS), dict(PATH_EVENTS)
+    ))
+    del job["limits"], job["report_fd"]
+    run(job, report)
+
+
+if __name__ == "__main__":
+    main()
+    sys.stdout.flush()
+    os._exit(0)  # skip interpreter teardown: faster, and no atexit code from the solution

@@ -1,0 +1,89 @@
+"""Where each file of a run directory lives, and atomic small-file writes."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = 1
+TABLES = ("scalars", "samples", "histograms", "tokens")
+PART_RE = re.compile(r"^part-(\d{8})-(\d{8})(?:-[a-z0-9]+)?\.parquet$")
+
+
+@dataclass(frozen=True)
+class RunPaths:
+    root: Path
+
+    @property
+    def config(self) -> Path:
+        return self.root / "config.json"
+
+    @property
+    def status(self) -> Path:
+        return self.root / "status.json"
+
+    @property
+    def log(self) -> Path:
+        return self.root / "train.log"
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.root / "checkpoints"
+
+    def table(self, name: str) -> Path:
+        return self.root / "tables" / name
+
+
+def part_name(first_step: int, last_step: int, tag: str = "") -> str:
+    return f"part-{first_step:08d}-{last_step:08d}{'-' + tag if tag else ''}.parquet"
+
+
+def visible_parts(table_dir: Path) -> list[Path]:
+    """The part files a reader should read, in step order.
+
+    Compaction writes the merged part before deleting the parts it replaces, so for a moment both
+    exist: a part whose step range lies inside another part's range is skipped.
+    """
+    try:
+        names = os.listdir(table_dir)
+    except OSError:
+        return []
+    spans = []
+    for name in names:
+        m = PART_RE.match(name)
+        if m:
+            spans.append((int(m.group(1)), int(m.group(2)), name))
+    keep = [
+        (a, b, name)
+        for a, b, name in spans
+        if not any((c <= a and b <= d) and (c, d, other) != (a, b, name) and (d - c > b - a or other > name)
+                   for c, d, other in spans)
+    ]
+    return [table_dir / name for _, _, name in sorted(keep)]
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Readers never see a half-written file: write a temporary file, then rename over."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(data, fh, indent=2, default=str)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_json(path: Path) -> dict[str, Any] | None:
+    """The file's mapping, or None when it is missing or unreadable."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None

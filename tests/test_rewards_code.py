@@ -1,0 +1,184 @@
+"""Unit-test reward and its sandbox: scores, and the hostile completions the issue lists."""
+
+import os
+import time
+import uuid
+
+import pytest
+
+import rewards
+from rewards.code_tests import extract_code, parse_tests
+from rewards.sandbox import Limits, resolve_isolation, run_python
+
+pytestmark = pytest.mark.timeout(120)
+
+TIMEOUT_S = 2.0
+ADD_TESTS = ["assert add(1, 2) == 3", "assert add(-1, 1) == 0", "assert add(0, 0) == 0"]
+
+
+@pytest.fixture(scope="module")
+def reward():
+    return rewards.build("code_tests", timeout_s=TIMEOUT_S, max_output_kb=256)
+
+
+def score_one(reward, code, tests=ADD_TESTS):
+    return reward(["write add"], [code], tests=[tests])[0]
+
+
+# --- scoring ----------------------------------------------------------------------------------
+
+
+def test_fraction_of_tests_passed(reward):
+    codes = ["def add(a, b):\n    return a + b", "def add(a, b):\n    return a + b + (a < 0)", "def add(a, b):\n    return 7"]
+    assert reward(["p"] * 3, codes, tests=[ADD_TESTS] * 3) == [1.0, pytest.approx(2 / 3), 0.0]
+
+
+def test_code_is_taken_from_the_last_fenced_block(reward):
+    text = "First try:\n```python\ndef add(a, b): return 0\n```\nFixed:\n```python\ndef add(a, b):\n    return a + b\n```\nDone."
+    assert score_one(reward, text) == 1.0
+    assert extract_code("```py\nx = 1") == "x = 1"  # a truncated completion's unclosed fence
+
+
+def test_string_tests_split_into_setup_and_asserts(reward):
+    tests = "import math\ndef twice(x):\n    return 2 * x\nassert add(1, 1) == twice(1)\nassert add(2, 3) == 6"
+    assert [s["test"] for s in parse_tests(tests)] == [False, False, True, True]
+    assert score_one(reward, "def add(a, b): return a + b", tests) == 0.5
+
+
+def test_humaneval_style_check_is_one_test(reward):
+    tests = "def check(candidate):\n    assert candidate(2, 2) == 4\ncheck(add)"
+    assert score_one(reward, "def add(a, b): return a + b", tests) == 1.0
+    assert score_one(reward, "def add(a, b): return a * b + 1", tests) == 0.0
+
+
+def test_no_tests_is_no_score_and_broken_tests_are_reported(reward):
+    assert reward(["p"] * 3, ["x = 1"] * 3, tests=[None, [], ""]) == [None, None, None]
+    scores = rewards.score_all({"code": (reward, 1.0)}, ["p"], ["x = 1"], {"tests": ["assert (("]})
+    assert scores.total == [None] and scores.errors == {"code": 1}
+    assert "do not parse" in scores.messages[0]
+
+
+def test_a_crashing_solution_scores_zero(reward):
+    assert score_one(reward, "raise SystemExit(3)") == 0.0
+    assert score_one(reward, "import os\nos.abort()") == 0.0
+    assert score_one(reward, "def add(a, b):\n    return add(a, b)") == 0.0  # RecursionError
+
+
+def test_tests_run_after_an_infinite_loop_count_as_failed(reward):
+    code = "def add(a, b):\n    while a == 0: pass\n    return a + b"
+    assert score_one(reward, code) == pytest.approx(2 / 3)  # add(0, 0), the last test, loops
+
+
+# --- hostile completions ----------------------------------------------------------------------
+
+
+def test_infinite_loop_scores_zero_within_the_time_limit(reward):
+    start = time.monotonic()
+    assert score_one(reward, "while True: pass") == 0.0
+    assert score_one(reward, "import time\ntime.sleep(1000)") == 0.0
+    assert time.monotonic() - start < 2 * TIMEOUT_S + 4
+
+
+def test_fork_bomb_scores_zero_and_leaves_nothing_behind(reward):
+    before = _processes_of(resolve_isolation().uid)
+    assert score_one(reward, "import os\nwhile True:\n    os.fork()") == 0.0
+    assert score_one(reward, "import subprocess\nwhile True:\n    subprocess.Popen(['sleep', '100'])") == 0.0
+    assert score_one(reward, "import multiprocessing") == 0.0
+    assert _processes_of(resolve_isolation().uid) <= before
+
+
+def test_huge_output_scores_zero_quickly(reward):
+    start = time.monotonic()
+    assert score_one(reward, "print('x' * 100_000_000)\ndef add(a, b): return a + b") == 0.0
+    assert score_one(reward, "while True: print('spam' * 1000)") == 0.0
+    assert time.monotonic() - start < 2 * TIMEOUT_S + 4
+
+
+def test_memory_bomb_scores_zero(reward):
+    assert score_one(reward, "x = bytearray(4 * 1024 ** 3)\ndef add(a, b): return a + b") == 0.0
+
+
+def test_reading_is_allowed_writing_outside_the_temp_dir_is_not(reward, tmp_path):
+    reads = "def add(a, b):\n    open('/etc/passwd').read()\n    return a + b"
+    assert score_one(reward, reads) == 1.0
+    inside = "open('scratch.txt', 'w').write('ok')\nassert open('scratch.txt').read() == 'ok'\ndef add(a, b): return a + b"
+    assert score_one(reward, inside) == 1.0
+    for target in [f"/tmp/reward-escape-{uuid.uuid4().hex}", str(tmp_path / "escape.txt")]:
+        attempts = [
+            f"open({target!r}, 'w').write('pwned')",
+            f"import os\nos.close(os.open({target!r}, os.O_WRONLY | os.O_CREAT))",
+            f"import os\nos.system('touch {target}')",
+            f"import os\nos.symlink({target!r}, 'link')\nopen('link', 'w').write('pwned')",
+            f"import os\nos.chdir('/tmp')\nopen({os.path.basename(target)!r}, 'w').write('pwned')",
+            f"import shutil\nshutil.copy('/etc/hostname', {target!r})",
+        ]
+        for attempt in attempts:
+            assert score_one(reward, attempt + "\ndef add(a, b): return a + b") == 0.0, attempt
+            assert not os.path.exists(target), attempt
+
+
+def test_no_network(reward):
+    assert score_one(reward, "import socket\ndef add(a, b): return a + b") == 0.0
+    assert score_one(reward, "import urllib.request\nurllib.request.urlopen('http://example.com')") == 0.0
+
+
+def test_clean_environment_and_unprivileged_user(reward, monkeypatch):
+    monkeypatch.setenv("SECRET_TOKEN", "hunter2")
+    tests = ["import os\nassert 'SECRET_TOKEN' not in os.environ", "import os\nassert os.environ['HOME'] == os.getcwd()"]
+    if os.geteuid() == 0:
+        tests.append("import os\nassert os.getuid() != 0 and os.getgroups() in ([], [os.getgid()])")
+    assert score_one(reward, "pass", tests) == 1.0
+
+
+def test_network_namespace_when_available():
+    isolation = resolve_isolation()
+    if "network namespace" not in isolation.description or "no network" in isolation.description:
+        pytest.skip(f"no network namespace here: {isolation.description}")
+    check = "names = [l.split(':')[0].strip() for l in open('/proc/self/net/dev').readlines()[2:]]\nassert names == ['lo'], names"
+    result = run_python(check, [{"code": "pass", "test": True}], Limits(wall_s=5), isolation)
+    assert result.loaded, result.output
+
+
+def test_limits_are_in_place_before_the_code_runs():
+    check = ("import resource\n"
+             "assert resource.getrlimit(resource.RLIMIT_CPU)[0] == 3\n"
+             "assert resource.getrlimit(resource.RLIMIT_FSIZE)[0] == 4096\n"
+             "assert resource.getrlimit(resource.RLIMIT_AS)[0] == 300 * 1024 ** 2\n"
+             "assert resource.getrlimit(resource.RLIMIT_NPROC)[0] >= 8")
+    limits = Limits(wall_s=3, cpu_s=3, memory_mb=300, file_bytes=4096, nproc=8)
+    result = run_python(check, [{"code": "pass", "test": True}], limits)
+    assert result.loaded and result.passed == 1, result.output
+
+
+def test_audit_hook_alone_blocks_writes_when_running_as_the_same_user(tmp_path):
+    target = tmp_path / "escape.txt"
+    weak = rewards.build("code_tests", timeout_s=TIMEOUT_S, user=None)
+    assert score_one(weak, f"open({str(target)!r}, 'w').write('x')\ndef add(a, b): return a + b") == 0.0
+    assert score_one(weak, "import os\nos.fork()\ndef add(a, b): return a + b") == 0.0
+    assert not target.exists()
+
+
+# --- parallelism ------------------------------------------------------------------------------
+
+
+def test_a_group_runs_in_parallel(reward):
+    good = "def add(a, b):\n    return a + b"
+    codes = [good] * 6 + ["while True: pass", "import time\ntime.sleep(100)"]
+    start = time.monotonic()
+    scores = reward(["p"] * 8, codes, tests=[ADD_TESTS] * 8)
+    elapsed = time.monotonic() - start
+    assert scores == [1.0] * 6 + [0.0, 0.0]
+    assert elapsed < 2 * TIMEOUT_S + 2  # two slow ones side by side, not one after the other
+
+
+def _processes_of(uid):
+    if uid is None:
+        return 0
+    count = 0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                count += any(line.startswith("Uid:") and line.split()[1] == str(uid) for line in f)
+        except OSError:
+            pass
+    return count

@@ -1,0 +1,112 @@
+"""The correctness verifier: answer extraction and numeric / symbolic / letter comparison."""
+
+import time
+from fractions import Fraction
+
+import pytest
+
+import rewards
+from rewards.verifier import answers_match, extract_choice, extract_number
+
+correct = rewards.build("correctness")
+
+
+@pytest.mark.parametrize(
+    "text, number",
+    [
+        ("The answer is 1,234.", Fraction(1234)),
+        ("\\boxed{3/4}", Fraction(3, 4)),
+        ("-7", Fraction(-7)),
+        ("12-7", Fraction(7)),  # subtraction, not a negative number
+        ("x = (-7)", Fraction(-7)),
+        ("It costs $5.50.", Fraction(11, 2)),
+        ("\\boxed{\\frac{3}{4}}", Fraction(3, 4)),
+        ("\\boxed{-\\frac{3}{4}}", Fraction(-3, 4)),
+        ("so 1 234 apples and finally 42 apples", Fraction(42)),
+        ("Answer: 42 apples\nI counted 7 twice", Fraction(42)),  # the answer line wins
+        ("work: 6*7\n#### 42", Fraction(42)),  # GSM8K style
+        ("\\boxed{12} and later 13", Fraction(12)),  # boxed wins
+        ("1/0", None),
+        ("no number at all", None),
+        ("", None),
+    ],
+)
+def test_extract_number(text, number):
+    assert extract_number(text) == number
+
+
+@pytest.mark.parametrize(
+    "completion, reference, expected",
+    [
+        ("The answer is 1,234.", "1234", True),
+        ("\\boxed{3/4}", "0.75", True),
+        ("0.75", "3/4", True),
+        ("-7", "-7", True),
+        ("7", "-7", False),
+        ("no number at all", "3", False),
+        ("19", "19.0", True),
+        ("The answer is 5 cm.", "5", True),
+        ("50%", "50", True),
+        ("\\boxed{5\\text{ cm}}", "5 cm", True),
+        ("0.3333333", "1/3", True),  # rounded decimals within the relative tolerance
+        ("0.33", "1/3", False),
+        ("1" * 5000, "1", False),  # too long to be a number: no crash
+        ("\\boxed{\\frac{1}{\\sqrt{2}}}", "\\frac{\\sqrt{2}}{2}", True),  # symbolic
+        ("Answer: 2x + x", "3x", True),
+        ("\\boxed{x^2 - 1}", "(x-1)(x+1)", True),
+        ("\\boxed{x^2 + 1}", "(x-1)(x+1)", False),
+        ("\\boxed{__import__('os').system('true')}", "x", False),  # never evaluated
+        ("\\boxed{9**99**99}", "x", False),  # power tower refused, no hang
+    ],
+)
+def test_answers_match(completion, reference, expected):
+    assert answers_match(completion, reference) is expected
+
+
+@pytest.mark.parametrize(
+    "text, letter",
+    [
+        ("B", "B"), ("(c)", "C"), ("Answer: (D)", "D"), ("The answer is A.", "A"),
+        ("answer: I think C is right", "C"), ("\\boxed{B}", "B"),
+        ("Between (A) and (B), I pick (B)", "B"), ("I have no idea", None),
+    ],
+)
+def test_extract_choice(text, letter):
+    assert extract_choice(text) == letter
+
+
+def test_multiple_choice_reference_is_detected():
+    assert correct(["q"] * 3, ["Answer: (B)", "Answer: C", "2"], answer=["B", "(b)", "2"]) == [1.0, 0.0, 1.0]
+
+
+def test_correctness_reward_on_the_arithmetic_task():
+    prompts = ["12+7=", "3-10=", "5*5=", "8/2=", "1+1="]
+    completions = ["19", "-7", "twenty-five", "4.0", ""]
+    assert correct(prompts, completions, answer=["19", "-7", "25", "4", "2"]) == [1.0, 1.0, 0.0, 1.0, 0.0]
+
+
+def test_missing_reference_scores_none_and_numbers_are_accepted_as_references():
+    assert correct(["q"] * 2, ["3", "3"], answer=[None, 3]) == [None, 1.0]
+
+
+def test_conversational_completions():
+    completion = [{"role": "assistant", "content": "It is \\boxed{8}"}]
+    assert correct(["q"], [completion], answer=["8"]) == [1.0]
+
+
+def test_custom_column_and_options():
+    fn = rewards.build("correctness", column="solution", symbolic=False)
+    assert fn(["q"] * 2, ["\\boxed{2x}", "\\boxed{x+x}"], solution=["2x", "2x"]) == [1.0, 0.0]
+
+
+def test_correctness_is_fast_on_a_training_batch():
+    prompts = [f"{i}+{i + 1}=" for i in range(64)]
+    completions = [str(2 * i + 1) if i % 2 else f"The answer is {2 * i}." for i in range(64)]
+    answers = [str(2 * i + 1) for i in range(64)]
+    correct(prompts, completions, answer=answers)  # warm the reference cache
+    start = time.perf_counter()
+    for _ in range(20):
+        scores = correct(prompts, completions, answer=answers)
+    per_batch = (time.perf_counter() - start) / 20
+    assert scores == [float(i % 2) for i in range(64)]
+    assert per_batch < 0.05, f"{per_batch * 1e3:.1f} ms per batch of 64"

@@ -1,0 +1,22 @@
+"""python -m trainer: train with GRPO or PPO; see --help for every option."""
+
+from __future__ import annotations
+
+import sys
+
+from trainer.config import ConfigError, load_config
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        cfg = load_config(argv)
+        from trainer.run import train  # torch and transformers load only after the config is good
+
+        return train(cfg)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,245 @@
+"""Typed training config: defaults, YAML/JSON file, command-line overrides, one validation.
+
+Each field's `help` is its `--help` text. `load_config(argv)` is the only entry point the CLI uses;
+it raises `ConfigError` with a one-line message naming the field and what is allowed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, get_type_hints
+
+import yaml
+
+from trainer.objective import KL_ESTIMATORS, LOSS_AGGREGATIONS, STD_MODES
+
+RUNS_DIR_ENV = "GRPO_LAB_RUNS_DIR"
+RUN_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+BUILTIN_MODELS = ("tiny",)
+BUILTIN_TASKS = ("arithmetic",)
+
+
+class ConfigError(ValueError):
+    """A config value is not allowed; the message names the field and what is allowed."""
+
+
+def _opt(default: Any, help: str, **meta: Any) -> Any:
+    if isinstance(default, (list, dict)):
+        return field(default_factory=lambda: json.loads(json.dumps(default)), metadata={"help": help, **meta})
+    return field(default=default, metadata={"help": help, **meta})
+
+
+@dataclass
+class Config:
+    # --- run ---
+    name: str = _opt("", "Run id: the run directory's name (letters, digits, . _ -). Default: <algo>-<timestamp>.")
+    runs_dir: str = _opt("", f"Folder holding run directories. Default: ${RUNS_DIR_ENV} or ./runs.")
+    resume: bool = _opt(False, "Continue the existing run NAME from its latest checkpoint.")
+    max_steps: int = _opt(200, "Training steps (one step: sample, score, update).")
+    seed: int = _opt(0, "Random seed; a CPU run with the same seed is reproducible.")
+    device: str = _opt("auto", "auto (CUDA when present, else CPU), cpu, cuda or cuda:N.")
+    algo: str = _opt("grpo", "grpo, or ppo (value model, GAE).", choices=("grpo", "ppo"))
+    # --- model and task ---
+    model: str = _opt("tiny", "Policy: 'tiny' (built in, no download) or a Hugging Face model directory / id.")
+    task: str = _opt("arithmetic", "Prompt source: 'arithmetic' (built in) or a dataset file.")
+    task_max_operand: int = _opt(5, "Arithmetic task: operands are drawn from 0..N.")
+    sft_steps: int = _opt(60, "Supervised warm start on the answer format before RL (built-in model only; 0: none).")
+    rewards: dict = _opt({"correctness": 1.0}, "Reward names and weights, e.g. correctness=1,length=0.1.")
+    reward_params: dict = _opt({}, "Per-reward parameters (config file only), e.g. {length: {max_len: 8}}.")
+    # --- sampling ---
+    group_size: int = _opt(8, "G: responses sampled per prompt (>= 2).")
+    prompts_per_step: int = _opt(32, "Prompts per step; a step samples prompts_per_step * group_size completions.")
+    max_new_tokens: int = _opt(4, "Longest completion in tokens; longer ones are cut and marked truncated.")
+    temperature: float = _opt(1.0, "Sampling temperature (> 0); 1.0 samples the policy itself.")
+    # --- objective ---
+    epsilon: float = _opt(0.2, "Clip range: ratios outside [1-epsilon, 1+epsilon] stop the gradient.")
+    epsilon_high: float | None = _opt(None, "Separate upper clip (1+epsilon_high), as DAPO; default: epsilon.")
+    beta: float = _opt(0.04, "Weight of the KL penalty to the frozen reference (0: no reference model is loaded).")
+    std_mode: str = _opt("group", "Advantage scale: group (1/G std, the chapter), sample (N-1, TRL/verl), none.", choices=STD_MODES)
+    loss_aggregation: str = _opt("sequence", "sequence: mean per response then over responses (the chapter); token: one mean over all tokens (DAPO).", choices=LOSS_AGGREGATIONS)
+    passes: int = _opt(4, "Optimisation passes over each sampled batch; with 1 the ratio is exactly 1 and nothing clips.")
+    minibatches: int = _opt(1, "Minibatches per pass (1: the whole batch in one update).")
+    lr: float = _opt(2e-3, "Learning rate (AdamW).")
+    weight_decay: float = _opt(0.0, "AdamW weight decay.")
+    max_grad_norm: float = _opt(1.0, "Gradient norm clip (0: off).")
+    # --- PPO only ---
+    gamma: float = _opt(1.0, "PPO: discount over tokens.")
+    lam: float = _opt(0.95, "PPO: GAE lambda.")
+    value_clip: float = _opt(0.2, "PPO: value-loss clip range.")
+    value_coef: float = _opt(0.5, "PPO: weight of the value loss.")
+    kl_estimator: str = _opt("k1", "PPO: per-token KL penalty folded into rewards: k1 or k3.", choices=KL_ESTIMATORS)
+    # --- logging and checkpoints ---
+    logging: str = _opt("full", "full: every table; scalars: per-step metrics only; off: status only (benchmarks).", choices=("full", "scalars", "off"))
+    token_detail_groups: int = _opt(2, "Groups per step whose completions get token-level detail (0: none).")
+    flush_seconds: float = _opt(2.0, "Write buffered rows to a Parquet part at least this often.")
+    compact_every: int = _opt(50, "Merge a table's part files once it has this many.")
+    checkpoint_every: int = _opt(100, "Steps between checkpoints (final one always written).")
+    keep_checkpoints: int = _opt(2, "Periodic checkpoints kept on disk.")
+
+    def validate(self) -> "Config":
+        def need(ok: bool, name: str, allowed: str) -> None:
+            if not ok:
+                raise ConfigError(f"{name}: {allowed}, got {getattr(self, name)!r}")
+
+        need(bool(RUN_NAME_PATTERN.match(self.name)) and ".." not in self.name, "name",
+             "must be 1-100 of letters, digits, '.', '_', '-', start with a letter or digit, no '/' or '..'")
+        need(self.max_steps >= 1, "max_steps", "must be >= 1")
+        need(self.device == "auto" or re.fullmatch(r"cpu|cuda(:\d+)?|mps", self.device) is not None,
+             "device", "must be auto, cpu, cuda or cuda:N")
+        need(self.task_max_operand >= 1, "task_max_operand", "must be >= 1")
+        need(self.sft_steps >= 0, "sft_steps", "must be >= 0")
+        need(self.group_size >= 2, "group_size", "must be >= 2 (a group needs a spread to compare against)")
+        need(self.prompts_per_step >= 1, "prompts_per_step", "must be >= 1")
+        need(self.max_new_tokens >= 1, "max_new_tokens", "must be >= 1")
+        need(self.temperature > 0, "temperature", "must be > 0")
+        need(self.epsilon > 0, "epsilon", "must be > 0")
+        need(self.epsilon_high is None or self.epsilon_high > 0, "epsilon_high", "must be > 0 or unset")
+        need(self.beta >= 0, "beta", "must be >= 0")
+        need(self.passes >= 1, "passes", "must be >= 1")
+        need(self.minibatches >= 1, "minibatches", "must be >= 1")
+        need(self.lr > 0, "lr", "must be > 0")
+        need(self.max_grad_norm >= 0, "max_grad_norm", "must be >= 0")
+        need(0 <= self.gamma <= 1, "gamma", "must be in [0, 1]")
+        need(0 <= self.lam <= 1, "lam", "must be in [0, 1]")
+        need(self.value_clip > 0, "value_clip", "must be > 0")
+        need(self.token_detail_groups >= 0, "token_detail_groups", "must be >= 0")
+        need(self.flush_seconds >= 0, "flush_seconds", "must be >= 0")
+        need(self.compact_every >= 2, "compact_every", "must be >= 2")
+        need(self.checkpoint_every >= 1, "checkpoint_every", "must be >= 1")
+        need(self.keep_checkpoints >= 1, "keep_checkpoints", "must be >= 1")
+        need(bool(self.rewards) and all(isinstance(w, (int, float)) for w in self.rewards.values()),
+             "rewards", "must name at least one reward with a numeric weight")
+        for f in dataclasses.fields(self):
+            choices = f.metadata.get("choices")
+            need(choices is None or getattr(self, f.name) in choices, f.name, f"must be one of {', '.join(choices or ())}")
+        return self
+
+    @property
+    def run_dir(self) -> Path:
+        return Path(self.runs_dir) / self.name
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def default_runs_dir() -> str:
+    return os.environ.get(RUNS_DIR_ENV) or "runs"
+
+
+def _parse_mapping(text: str) -> dict[str, float]:
+    """'correctness=1,length=0.1' or 'correctness' -> {'correctness': 1.0, ...}."""
+    out: dict[str, float] = {}
+    for item in filter(None, (s.strip() for s in text.split(","))):
+        name, _, weight = item.partition("=")
+        try:
+            out[name.strip()] = float(weight) if weight else 1.0
+        except ValueError:
+            raise ConfigError(f"rewards: weight of {name!r} must be a number, got {weight!r}") from None
+    return out
+
+
+def _coerce(name: str, hint: Any, value: Any) -> Any:
+    if value is None:
+        return None
+    hint_s = str(hint)
+    try:
+        if hint is bool or hint_s == "bool":
+            if isinstance(value, str):
+                if value.lower() not in ("1", "0", "true", "false", "yes", "no"):
+                    raise ValueError
+                return value.lower() in ("1", "true", "yes")
+            return bool(value)
+        if hint is int or hint_s == "int":
+            if isinstance(value, float) and not value.is_integer():
+                raise ValueError
+            return int(value)
+        if "float" in hint_s:
+            return float(value)
+        if hint is dict or hint_s == "dict":
+            if isinstance(value, str):
+                return _parse_mapping(value)
+            if not isinstance(value, dict):
+                raise ValueError
+            return dict(value)
+        return str(value)
+    except (TypeError, ValueError):
+        kind = "true or false" if "bool" in hint_s else hint_s.replace("<class '", "").replace("'>", "")
+        raise ConfigError(f"{name}: must be {kind}, got {value!r}") from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m trainer",
+        description="Train a causal LM with GRPO (or PPO) and log every step to a run directory.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--config", help="YAML or JSON file of options; command-line flags override it.")
+    for f in dataclasses.fields(Config):
+        flag = "--" + f.name.replace("_", "-")
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+        if f.name == "resume":
+            parser.add_argument(flag, action="store_const", const=True, default=None, help=f.metadata["help"])
+            continue
+        parser.add_argument(flag, dest=f.name, default=None, metavar=f.name.upper(),
+                            help=f"{f.metadata['help']} (default: {default})")
+    return parser
+
+
+def read_config_file(path: str) -> dict[str, Any]:
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"config: file not found: {path}")
+    try:
+        data = yaml.safe_load(p.read_text()) if p.suffix in (".yaml", ".yml") else json.loads(p.read_text())
+    except (yaml.YAMLError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"config: {path} is not valid {'YAML' if p.suffix in ('.yaml', '.yml') else 'JSON'}: {str(exc).splitlines()[0]}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"config: {path} must hold a mapping of option names to values")
+    return data
+
+
+def from_dict(values: dict[str, Any]) -> Config:
+    """Build and validate a Config from plain values (file, CLI, dashboard form)."""
+    hints = get_type_hints(Config)
+    known = {f.name for f in dataclasses.fields(Config)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ConfigError(f"{unknown[0]}: unknown option; see python -m trainer --help")
+    kwargs = {k: _coerce(k, hints[k], v) for k, v in values.items()}
+    cfg = Config(**kwargs)
+    if not cfg.runs_dir:
+        cfg.runs_dir = default_runs_dir()
+    if not cfg.name:
+        cfg.name = f"{cfg.algo}-{time.strftime('%Y%m%d-%H%M%S')}"
+    return cfg.validate()
+
+
+def load_config(argv: list[str] | None = None) -> Config:
+    args = build_parser().parse_args(argv)
+    values: dict[str, Any] = read_config_file(args.config) if args.config else {}
+    values = {k.replace("-", "_"): v for k, v in values.items()}
+    values.update({k: v for k, v in vars(args).items() if k != "config" and v is not None})
+    if values.get("resume") in (True, "true", "1"):
+        values = {**saved_config(values), **values}
+    return from_dict(values)
+
+
+def saved_config(values: dict[str, Any]) -> dict[str, Any]:
+    """A resumed run keeps its own config; only options given again override it."""
+    name = values.get("name") or ""
+    if not name:
+        raise ConfigError("name: --resume needs the --name of the run to continue")
+    path = Path(values.get("runs_dir") or default_runs_dir()) / str(name) / "config.json"
+    if not RUN_NAME_PATTERN.match(str(name)) or ".." in str(name) or not path.is_file():
+        return {}  # validation or the run-directory check reports it
+    try:
+        return json.loads(path.read_text())
+    except ValueError:
+        raise ConfigError(f"resume: {path} is not valid JSON") from None

@@ -1,0 +1,270 @@
+"""The GRPO / PPO objective as pure tensor functions.
+
+One source of truth: the trainer's loops and the dashboard's concept demos both call these.
+Importing this module has no side effects (no model, no device, no global state).
+
+Shapes: `(B, T)` is B completions by T completion tokens; `mask` is 1 on real completion tokens
+(EOS included: stopping is an action), 0 on padding. `(N, G)` is N prompts by G responses each.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+STD_MODES = ("group", "sample", "none")
+LOSS_AGGREGATIONS = ("sequence", "token")
+KL_ESTIMATORS = ("k1", "k3")
+
+# A group whose reward spread is below this is treated as "all equal": no learning signal.
+ZERO_STD_TOL = 1e-6
+
+
+# --- group advantage (GRPO) -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GroupAdvantages:
+    advantages: torch.Tensor  # (N, G); 0 where the reward is missing or the group has no spread
+    mean: torch.Tensor  # (N,)
+    std: torch.Tensor  # (N,) the std that divided (1 for std_mode="none")
+    zero_std: torch.Tensor  # (N,) bool: all scored rewards equal, or fewer than 2 scored
+
+
+def group_advantages(rewards: torch.Tensor, std_mode: str = "group") -> GroupAdvantages:
+    """A_i = (r_i - mean) / std over each row of `rewards` (N, G).
+
+    std_mode: "group" divides by the population std (1/G, the chapter); "sample" by the N-1 std
+    (TRL, verl); "none" only centres. NaN rewards mean "no score": left out of the mean and std,
+    advantage 0. A group whose scored rewards are all equal gets advantages 0, never NaN.
+
+    >>> group_advantages(torch.tensor([[1., 3., 2., 6.]])).advantages.round(decimals=2)
+    tensor([[-1.0700,  0.0000, -0.5300,  1.6000]])
+    """
+    if std_mode not in STD_MODES:
+        raise ValueError(f"std_mode: must be one of {STD_MODES}, got {std_mode!r}")
+    rewards = torch.as_tensor(rewards, dtype=torch.float64)
+    if rewards.dim() == 1:
+        rewards = rewards.unsqueeze(0)
+    scored = ~torch.isnan(rewards)
+    count = scored.sum(dim=1)
+    filled = torch.where(scored, rewards, torch.zeros_like(rewards))
+    mean = filled.sum(dim=1) / count.clamp(min=1)
+    sq_dev = torch.where(scored, (rewards - mean[:, None]) ** 2, torch.zeros_like(rewards))
+    ddof = 1 if std_mode == "sample" else 0
+    var = sq_dev.sum(dim=1) / (count - ddof).clamp(min=1)
+    spread = var.sqrt()
+    zero_std = (count < 2) | (spread < ZERO_STD_TOL)
+    std = torch.ones_like(spread) if std_mode == "none" else spread
+    safe_std = torch.where(zero_std, torch.ones_like(std), std)
+    adv = (rewards - mean[:, None]) / safe_std[:, None]
+    adv = torch.where(scored & ~zero_std[:, None], adv, torch.zeros_like(adv))
+    return GroupAdvantages(adv.float(), mean.float(), std.float(), zero_std)
+
+
+# --- policy ratio and clipped surrogate -------------------------------------------------------
+
+
+def policy_ratio(logp_new: torch.Tensor, logp_old: torch.Tensor) -> torch.Tensor:
+    """r_t = pi_theta(o_t) / pi_old(o_t), computed in log space for stability."""
+    return torch.exp(logp_new - logp_old)
+
+
+@dataclass(frozen=True)
+class Surrogate:
+    objective: torch.Tensor  # min(r*A, clip(r)*A), per token; to be maximised
+    clipped_low: torch.Tensor  # bool: A < 0 and r < 1 - eps_low (clip active, zero gradient)
+    clipped_high: torch.Tensor  # bool: A > 0 and r > 1 + eps_high (clip active, zero gradient)
+
+
+def clipped_surrogate(
+    ratio: torch.Tensor, advantages: torch.Tensor, eps_low: float, eps_high: float | None = None
+) -> Surrogate:
+    """PPO/GRPO clipped objective min(r*A, clip(r, 1-eps_low, 1+eps_high)*A), per token.
+
+    eps_high defaults to eps_low (the chapter's single epsilon); a larger eps_high is the
+    asymmetric "clip-higher" variant (DAPO). A token is counted as clipped only where the min
+    picks the clipped term, i.e. where its gradient is zero.
+
+    >>> clipped_surrogate(torch.tensor(0.6 / 0.4), torch.tensor(1.0), 0.2).objective
+    tensor(1.2000)
+    """
+    eps_high = eps_low if eps_high is None else eps_high
+    ratio, advantages = torch.broadcast_tensors(ratio, torch.as_tensor(advantages, dtype=ratio.dtype))
+    unclipped = ratio * advantages
+    clipped = torch.clamp(ratio, 1.0 - eps_low, 1.0 + eps_high) * advantages
+    return Surrogate(
+        objective=torch.minimum(unclipped, clipped),
+        clipped_low=(advantages < 0) & (ratio < 1.0 - eps_low),
+        clipped_high=(advantages > 0) & (ratio > 1.0 + eps_high),
+    )
+
+
+# --- KL to the reference ----------------------------------------------------------------------
+
+
+def kl_k1(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
+    """k1 = log pi(o) - log pi_ref(o): unbiased for KL(pi || ref), can be negative per token."""
+    return logp - ref_logp
+
+
+def kl_k3(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
+    """k3 = exp(ref - logp) - (ref - logp) - 1: unbiased for KL(pi || ref), always >= 0.
+
+    See J. Schulman, "Approximating KL Divergence" (2020), http://joschu.net/blog/kl-approx.html
+    """
+    log_ratio = ref_logp - logp
+    return torch.exp(log_ratio) - log_ratio - 1.0
+
+
+def kl_per_token(logp: torch.Tensor, ref_logp: torch.Tensor, estimator: str = "k3") -> torch.Tensor:
+    if estimator not in KL_ESTIMATORS:
+        raise ValueError(f"kl_estimator: must be one of {KL_ESTIMATORS}, got {estimator!r}")
+    return kl_k3(logp, ref_logp) if estimator == "k3" else kl_k1(logp, ref_logp)
+
+
+def exact_kl(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    """KL(P || Q) = sum_x P(x) log(P(x)/Q(x)) over the last dimension (terms with P(x)=0 are 0).
+
+    >>> round(float(exact_kl(torch.tensor([0.5, 0.5]), torch.tensor([0.25, 0.75]))), 3)
+    0.144
+    """
+    p = torch.as_tensor(p, dtype=torch.float64)
+    q = torch.as_tensor(q, dtype=torch.float64)
+    terms = torch.where(p > 0, p * (torch.log(p) - torch.log(q)), torch.zeros_like(p))
+    return terms.sum(dim=-1)
+
+
+# --- aggregation and the full GRPO loss -------------------------------------------------------
+
+
+def masked_mean(values: torch.Tensor, mask: torch.Tensor, dim: int | None = None) -> torch.Tensor:
+    mask = mask.to(values.dtype)
+    if dim is None:
+        return (values * mask).sum() / mask.sum().clamp(min=1.0)
+    return (values * mask).sum(dim=dim) / mask.sum(dim=dim).clamp(min=1.0)
+
+
+def aggregate(per_token: torch.Tensor, mask: torch.Tensor, mode: str = "sequence") -> torch.Tensor:
+    """Reduce a (B, T) per-token quantity to a scalar.
+
+    "sequence" (the chapter): mean over each response's own length, then mean over responses:
+    every response weighs the same, however long. "token": one mean over all tokens of the batch
+    (DAPO, TRL's "dapo"/"bnpo"): every token weighs the same, so long responses weigh more.
+    """
+    if mode not in LOSS_AGGREGATIONS:
+        raise ValueError(f"loss_aggregation: must be one of {LOSS_AGGREGATIONS}, got {mode!r}")
+    if mode == "sequence":
+        return masked_mean(per_token, mask, dim=1).mean()
+    return masked_mean(per_token, mask)
+
+
+@dataclass(frozen=True)
+class GRPOLoss:
+    loss: torch.Tensor  # scalar to minimise: -(surrogate - beta * KL), aggregated
+    policy_loss: torch.Tensor  # scalar: -surrogate, aggregated
+    kl: torch.Tensor  # (B, T) per-token KL (zeros when beta == 0)
+    ratio: torch.Tensor  # (B, T)
+    clipped_low: torch.Tensor  # (B, T) bool
+    clipped_high: torch.Tensor  # (B, T) bool
+
+
+def grpo_loss(
+    logp: torch.Tensor,
+    old_logp: torch.Tensor,
+    ref_logp: torch.Tensor | None,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    eps_low: float,
+    eps_high: float | None = None,
+    beta: float = 0.0,
+    aggregation: str = "sequence",
+) -> GRPOLoss:
+    """The chapter's objective, negated for minimisation:
+
+    J = 1/G sum_i 1/|o_i| sum_t [ min(r_it A_i, clip(r_it, 1-eps, 1+eps) A_i) - beta KL_it ]
+
+    `advantages` is (B,) one value per response (GRPO) or (B, T) per token (PPO).
+    """
+    ratio = policy_ratio(logp, old_logp)
+    adv = advantages[:, None] if advantages.dim() == 1 else advantages
+    surr = clipped_surrogate(ratio, adv, eps_low, eps_high)
+    if beta > 0 and ref_logp is not None:
+        kl = kl_k3(logp, ref_logp)
+    else:
+        kl = torch.zeros_like(logp)
+    policy_loss = -aggregate(surr.objective, mask, aggregation)
+    loss = -aggregate(surr.objective - beta * kl, mask, aggregation)
+    return GRPOLoss(loss, policy_loss, kl, ratio, surr.clipped_low, surr.clipped_high)
+
+
+# --- PPO: GAE and the value loss --------------------------------------------------------------
+
+
+def gae(
+    rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, gamma: float, lam: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Generalised advantage estimation over the tokens of each response (B, T).
+
+    delta_t = r_t + gamma * V_{t+1} - V_t (V after the last real token is 0: the episode ends);
+    A_t = delta_t + gamma * lam * A_{t+1}. Returns (advantages, returns = advantages + values).
+    lam = 1 gives Monte-Carlo returns minus values; lam = 0 gives one-step TD errors.
+    """
+    mask = mask.to(values.dtype)
+    values = values * mask
+    T = rewards.shape[1]
+    advantages = torch.zeros_like(values)
+    next_adv = torch.zeros_like(values[:, 0])
+    next_value = torch.zeros_like(values[:, 0])
+    for t in reversed(range(T)):
+        m = mask[:, t]
+        delta = rewards[:, t] + gamma * next_value - values[:, t]
+        adv_t = delta + gamma * lam * next_adv
+        advantages[:, t] = adv_t * m
+        # padding positions pass nothing backwards: the response ended before them
+        next_adv = torch.where(m > 0, adv_t, torch.zeros_like(adv_t))
+        next_value = torch.where(m > 0, values[:, t], torch.zeros_like(adv_t))
+    return advantages, (advantages + values) * mask
+
+
+def whiten(values: torch.Tensor, mask: torch.Tensor, shift_mean: bool = True) -> torch.Tensor:
+    """Normalise to zero mean, unit variance over the masked entries."""
+    mean = masked_mean(values, mask)
+    var = masked_mean((values - mean) ** 2, mask)
+    out = (values - mean) * torch.rsqrt(var + 1e-8)
+    if not shift_mean:
+        out = out + mean
+    return out * mask.to(values.dtype)
+
+
+def clipped_value_loss(
+    values: torch.Tensor, old_values: torch.Tensor, returns: torch.Tensor, mask: torch.Tensor, clip: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """PPO's value loss 0.5 * max((V - R)^2, (clip(V, V_old +- clip) - R)^2), token mean.
+
+    Returns (loss, fraction of tokens where the clipped term was the larger one).
+    """
+    clipped_values = old_values + torch.clamp(values - old_values, -clip, clip)
+    loss_unclipped = (values - returns) ** 2
+    loss_clipped = (clipped_values - returns) ** 2
+    loss = 0.5 * masked_mean(torch.maximum(loss_unclipped, loss_clipped), mask)
+    clip_frac = masked_mean((loss_clipped > loss_unclipped).to(values.dtype), mask)
+    return loss, clip_frac
+
+
+def explained_variance(predicted: torch.Tensor, target: torch.Tensor, mask: torch.Tensor) -> float:
+    """1 - Var(target - predicted) / Var(target) over masked entries; NaN when Var(target) = 0."""
+    t_mean = masked_mean(target, mask)
+    var_t = masked_mean((target - t_mean) ** 2, mask)
+    resid = target - predicted
+    r_mean = masked_mean(resid, mask)
+    var_r = masked_mean((resid - r_mean) ** 2, mask)
+    return float("nan") if float(var_t) == 0.0 else float(1.0 - var_r / var_t)
+
+
+def entropy_from_logits(logits: torch.Tensor) -> torch.Tensor:
+    """Per-position entropy (nats) of the softmax over the last dimension."""
+    logp = torch.log_softmax(logits.float(), dim=-1)
+    return -(logp.exp() * logp).sum(dim=-1)
+

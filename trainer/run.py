@@ -1,0 +1,167 @@
+"""A training run from config to finished run directory: checks, set-up, the step loop, shutdown.
+
+Order matters for "bad input leaves nothing behind": everything that can be refused (config,
+run name, rewards, model) is checked before the run directory is created.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import signal
+import sys
+import time
+import traceback
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from rundir.layout import RunPaths, write_json_atomic
+from rundir.status import StatusFile
+from rundir.writer import RunWriter
+from trainer import checkpoint
+from trainer.config import Config, ConfigError
+from trainer.models import load_policy, pick_device
+from trainer.setup import Components, build_rewards, build_task, frozen_copy, make_optimizer
+from trainer.sft import warm_start
+
+
+class StopRequested:
+    """SIGTERM / SIGINT set a flag; the loop finishes its step, then flushes and checkpoints."""
+
+    def __init__(self) -> None:
+        self.signal: int | None = None
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, self._handle)
+
+    def _handle(self, signum, _frame) -> None:
+        self.signal = signum
+
+    def __bool__(self) -> bool:
+        return self.signal is not None
+
+
+def check_run_dir(cfg: Config) -> RunPaths:
+    paths = RunPaths(cfg.run_dir)
+    runs_dir = cfg.run_dir.parent
+    if cfg.resume:
+        if not paths.config.is_file():
+            raise ConfigError(f"resume: no run named {cfg.name!r} in {runs_dir}/ to resume")
+    elif paths.root.exists():
+        raise ConfigError(f"name: a run named {cfg.name!r} already exists in {runs_dir}/; "
+                          "pass --resume to continue it, or choose another name")
+    try:
+        runs_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"runs_dir: cannot create {runs_dir} ({exc.strerror})") from None
+    if not os.access(runs_dir, os.W_OK | os.X_OK):
+        raise ConfigError(f"runs_dir: {runs_dir} is not writable")
+    return paths
+
+
+def open_log(paths: RunPaths) -> logging.Logger:
+    log = logging.getLogger(f"trainer.{paths.root.name}")
+    log.setLevel(logging.INFO)
+    log.propagate = False
+    fmt = logging.Formatter("%(asctime)s %(levelname)s %(message)s")
+    for handler in (logging.FileHandler(paths.log), logging.StreamHandler(sys.stderr)):
+        handler.setFormatter(fmt)
+        log.addHandler(handler)
+    return log
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def prepare(cfg: Config) -> tuple[Components, RunPaths, StatusFile, int]:
+    """Refusable checks first, then the run directory. Returns (components, paths, status, first step)."""
+    paths = check_run_dir(cfg)
+    reward_fns = build_rewards(cfg)
+    task = build_task(cfg)
+    device = pick_device(cfg.device)
+    seed_everything(cfg.seed)
+    policy, tokenizer, builtin = load_policy(cfg.model, cfg.seed, device)
+
+    # --- from here on the run directory exists ---
+    paths.root.mkdir(parents=True, exist_ok=True)
+    log = open_log(paths)
+    write_json_atomic(paths.config, cfg.to_dict())
+    status = StatusFile(paths.status, name=cfg.name, algo=cfg.algo, model=cfg.model, task=cfg.task,
+                        total_steps=cfg.max_steps)
+    status.update(state="starting")
+
+    initial = paths.checkpoints / checkpoint.INITIAL
+    if cfg.resume and (initial / "meta.json").is_file():
+        checkpoint.load(initial, {"model": policy})
+    else:
+        if builtin and cfg.sft_steps:
+            warm_start(policy, tokenizer, task.sft_pairs(cfg.seed, 4096, answers_correct=False),
+                       cfg.sft_steps, device, log=log)
+        checkpoint.save(paths.checkpoints, -1, {"model": policy})
+    reference = frozen_copy(policy) if cfg.beta > 0 else None
+    optimizer = make_optimizer(cfg, policy.parameters())
+    writer = RunWriter(paths, cfg.logging, cfg.flush_seconds, cfg.compact_every)
+    comps = Components(cfg, device, policy, tokenizer, reference, optimizer, task, reward_fns, writer, log, builtin)
+
+    first_step = 1
+    if cfg.resume:
+        latest = checkpoint.latest(paths.checkpoints)
+        done = checkpoint.load(latest, {"model": policy}, optimizer) if latest else 0
+        if not latest:
+            seed_everything(cfg.seed)
+        writer.truncate_after(done)
+        first_step = done + 1
+        log.info("resuming %s after step %d", cfg.name, done)
+    return comps, paths, status, first_step
+
+
+def train(cfg: Config) -> int:
+    """Run to the end; returns the process exit code (0 finished or stopped, 1 failed)."""
+    from trainer.grpo import grpo_step
+
+    step_fn = grpo_step
+    if cfg.algo == "ppo":
+        from trainer.ppo import ppo_step  # noqa: PLC0415 - PPO pulls in its value model only when asked
+
+        step_fn = ppo_step
+    comps, paths, status, first_step = prepare(cfg)
+    stop = StopRequested()
+    log, writer = comps.log, comps.writer
+    start = time.time()
+    step = first_step - 1
+    status.update(state="running", step=step, pid=os.getpid())
+    try:
+        bar = tqdm(total=cfg.max_steps, initial=step, desc=cfg.name, mininterval=1.0, dynamic_ncols=True)
+        for step in range(first_step, cfg.max_steps + 1):
+            metrics = step_fn(comps, step)
+            writer.log("scalars", {"step": [step], "time": [time.time()], "wall_s": [time.time() - start],
+                                   **{k: [float(v)] for k, v in metrics.items()}})
+            writer.maybe_flush()
+            status.update(step=step)
+            bar.update(1)
+            bar.set_postfix(reward=f"{metrics['reward/mean']:.3f}", kl=f"{metrics['kl/mean']:.4f}", refresh=False)
+            if step % cfg.checkpoint_every == 0 and step < cfg.max_steps:
+                writer.flush()
+                checkpoint.save(paths.checkpoints, step, comps.models(), comps.optimizer, cfg.keep_checkpoints)
+            if stop:
+                break
+        bar.close()
+        writer.close()
+        checkpoint.save(paths.checkpoints, step, comps.models(), comps.optimizer, cfg.keep_checkpoints)
+        state = "stopped" if stop else "finished"
+        status.update(state=state, step=step)
+        log.info("%s at step %d%s", state, step, f" (signal {stop.signal})" if stop else "")
+        return 0
+    except Exception as exc:  # noqa: BLE001 - any failure must reach status.json, then the caller
+        log.error("failed at step %d:\n%s", step, traceback.format_exc())
+        try:
+            writer.flush()
+        except Exception:  # noqa: BLE001 - the original error is the one to report
+            log.error("could not flush logs:\n%s", traceback.format_exc())
+        status.update(state="failed", step=step - 1, error=f"{type(exc).__name__}: {exc}")
+        return 1
