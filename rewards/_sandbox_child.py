@@ -98,6 +98,13 @@ def make_hook(root, blocked_events, blocked_prefixes, blocked_imports, path_even
     return hook
 
 
+def log(line):
+    try:  # stderr may be the file that just hit its size limit
+        print(line, file=sys.stderr)
+    except (OSError, ValueError):
+        pass
+
+
 def run(job, report):
     # A fresh __main__ for the solution (dataclasses, pickle need one); this bootstrap's own
     # module leaves sys.modules.
@@ -109,7 +116,7 @@ def run(job, report):
         report(b"S")
     except BaseException as exc:  # SystemExit and KeyboardInterrupt too: the tests still fail
         report(b"X")
-        print("solution failed: %s: %s" % (type(exc).__name__, exc), file=sys.stderr)
+        log("solution failed: %s: %s" % (type(exc).__name__, exc))
         return
     for number, step in enumerate(job["steps"]):
         try:
@@ -117,7 +124,7 @@ def run(job, report):
             ok = True
         except BaseException as exc:
             ok = False
-            print("step %d failed: %s: %s" % (number, type(exc).__name__, exc), file=sys.stderr)
+            log("step %d failed: %s: %s" % (number, type(exc).__name__, exc))
         if step["test"]:
             report(b"1" if ok else b"0")
         elif not ok:
@@ -142,11 +149,14 @@ def main():
     sys.addaudithook(make_hook(
         root, frozenset(BLOCKED_EVENTS), BLOCKED_PREFIXES, frozenset(BLOCKED_IMPORTS), dict(PATH_EVENTS)
     ))
-    del job["limits"], job["report_fd"]
     run(job, report)
 
 
 if __name__ == "__main__":
     main()
-    sys.stdout.flush()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
     os._exit(0)  # skip interpreter teardown: faster, and no atexit code from the solution

@@ -37,7 +37,7 @@ def code_tests_reward(
     max_output_kb: int = 1024,
     workers: int | None = None,
     python: str | None = None,
-    user: str | None = "nobody",
+    user: str | int | None = "nobody",
     network_namespace: bool = True,
 ):
     """timeout_s: wall time per completion; memory_mb: address-space cap; max_output_kb: cap on
@@ -102,8 +102,11 @@ def _split_statements(source: str) -> list[dict]:
     try:
         tree = ast.parse(source)
     except SyntaxError as exc:
-        raise ValueError(f"code_tests: the tests do not parse as Python ({exc.msg}, line {exc.lineno})") from exc
-    steps = [{"code": _segment(source, node), "test": isinstance(node, ast.Assert)} for node in tree.body]
+        reason = f"{exc.msg}, line {exc.lineno}"
+        raise ValueError(f"code_tests: the tests do not parse as Python ({reason})") from exc
+    steps = [
+        {"code": _segment(source, node), "test": isinstance(node, ast.Assert)} for node in tree.body
+    ]
     if not any(s["test"] for s in steps):
         return [{"code": source, "test": True}]
     return steps

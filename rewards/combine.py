@@ -63,7 +63,8 @@ def score_all(
         errors[name] = failed
         messages.extend(lines[:MAX_MESSAGES_PER_REWARD])
         if len(lines) > MAX_MESSAGES_PER_REWARD:
-            messages.append(f"reward {name!r}: ... and {len(lines) - MAX_MESSAGES_PER_REWARD} more failures")
+            more = len(lines) - MAX_MESSAGES_PER_REWARD
+            messages.append(f"reward {name!r}: ... and {more} more failures")
     total = [_weighted_sum(rewards, per_reward, i) for i in range(n)]
     return Scores(total=total, per_reward=per_reward, errors=errors, messages=messages)
 

@@ -7,7 +7,8 @@ chance, and a wrong format is as wrong as a wrong number. A missing reference (N
 None. See rewards/verifier.py for where the answer is looked for.
 
 >>> correct = correctness_reward()
->>> correct(["12+7=", "3-10=", "1000+234="], ["19", "The answer is -7.", "1,234"], answer=["19", "-7", "1234"])
+>>> prompts = ["12+7=", "3-10=", "1000+234="]
+>>> correct(prompts, ["19", "The answer is -7.", "1,234"], answer=["19", "-7", "1234"])
 [1.0, 1.0, 1.0]
 >>> correct(["q", "q"], ["no idea", "\\\\boxed{3/4}"], answer=["4", "0.75"])
 [0.0, 1.0]

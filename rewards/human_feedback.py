@@ -68,7 +68,8 @@ def load_ratings(path: str, prompt_column: str, completion_column: str, score_co
     missing = [c for c in (prompt_column, completion_column, score_column) if c not in frame.columns]
     if missing:
         raise ValueError(
-            f"human_feedback: {path!r} lacks column(s) {', '.join(missing)}; it has {', '.join(map(str, frame.columns))}"
+            f"human_feedback: {path!r} lacks column(s) {', '.join(missing)};"
+            f" it has {', '.join(map(str, frame.columns))}"
         )
     raw = frame[score_column]
     blank = raw.isna() | raw.astype(str).str.strip().isin(["", "nan", "NaN"])
@@ -77,8 +78,8 @@ def load_ratings(path: str, prompt_column: str, completion_column: str, score_co
     if bad:
         rows = ", ".join(str(i + 2 if kind == "csv" else i) for i in bad[:5])
         raise ValueError(
-            f"human_feedback: {path!r} has scores that are not numbers ({'line' if kind == 'csv' else 'row'}"
-            f" {rows}); leave a score blank for 'not rated'"
+            f"human_feedback: {path!r} has scores that are not numbers"
+            f" ({'line' if kind == 'csv' else 'row'} {rows}); leave a score blank for 'not rated'"
         )
     sums: dict[tuple[str, str], list[float]] = {}
     for prompt, completion, score in zip(frame[prompt_column], frame[completion_column], scores):

@@ -36,9 +36,11 @@ def reward_model_reward(
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     tokenizer, net = load(model, dtype)
     if not 0 <= label < net.config.num_labels:
-        raise ValueError(f"reward_model: label {label} out of range; {model!r} has {net.config.num_labels} labels")
+        labels = net.config.num_labels
+        raise ValueError(f"reward_model: label {label} out of range; {model!r} has {labels} labels")
     net.to(device).eval()
-    templated = bool(getattr(tokenizer, "chat_template", None)) if chat_template is None else chat_template
+    has_template = bool(getattr(tokenizer, "chat_template", None))
+    templated = has_template if chat_template is None else chat_template
 
     def reward_model(prompts, completions, **columns) -> list[float]:
         texts = format_inputs(tokenizer, prompts, completions, templated)
@@ -80,7 +82,7 @@ def load(model: str, dtype: str | None = None):
     tokenizer.truncation_side = "left"
     if tokenizer.pad_token is None:
         if tokenizer.eos_token is None:
-            raise ValueError(f"reward_model: the tokenizer of {model!r} has neither a pad nor an eos token")
+            raise ValueError(f"reward_model: the tokenizer of {model!r} has no pad and no eos token")
         tokenizer.pad_token = tokenizer.eos_token
     if net.config.pad_token_id is None:
         net.config.pad_token_id = tokenizer.pad_token_id

@@ -87,24 +87,35 @@ def _resolve(python, user, network_namespace) -> Isolation:
         for exe in candidates:
             if _probe(Isolation(exe)):
                 return Isolation(exe, description=f"same user (uid {os.geteuid()}), audit hook, rlimits")
-        raise RuntimeError(f"sandbox: no working Python interpreter among {candidates}")
-    entry = pwd.getpwuid(user) if isinstance(user, int) else pwd.getpwnam(user)
-    uid, gid = entry.pw_uid, entry.pw_gid
+        raise ValueError(f"sandbox: no working Python interpreter among {candidates}")
+    uid, gid, name = _user_ids(user)
     options = []
     if network_namespace and shutil.which("unshare"):
         unshare = (shutil.which("unshare"), "--net", f"--setuid={uid}", f"--setgid={gid}", "--")
-        options.append((unshare, {}, f"user {entry.pw_name}, own network namespace, audit hook, rlimits"))
+        described = f"user {name}, own network namespace, audit hook, rlimits"
+        options.append((unshare, {}, described))
     switch = {"user": uid, "group": gid, "extra_groups": []}
-    options.append(((), switch, f"user {entry.pw_name}, audit hook (no network namespace), rlimits"))
+    options.append(((), switch, f"user {name}, audit hook (no network namespace), rlimits"))
     for prefix, popen_user, description in options:
         for exe in candidates:
             isolation = Isolation(exe, prefix, popen_user, uid, gid, description)
             if _probe(isolation, expect_uid=uid):
                 return isolation
-    raise RuntimeError(
-        f"sandbox: no Python interpreter among {candidates} can run as user {entry.pw_name!r};"
+    raise ValueError(
+        f"sandbox: no Python interpreter among {candidates} can run as user {name!r};"
         " pass python=<an interpreter that user can read>, or user=None to accept weaker isolation"
     )
+
+
+def _user_ids(user: str | int) -> tuple[int, int, str]:
+    """(uid, gid, name); a bare uid without a passwd entry gets the group of the same number."""
+    try:
+        entry = pwd.getpwuid(user) if isinstance(user, int) else pwd.getpwnam(user)
+    except KeyError:
+        if isinstance(user, int):
+            return user, user, str(user)
+        raise ValueError(f"sandbox: no such user {user!r}; pass user=<a name or uid>") from None
+    return entry.pw_uid, entry.pw_gid, entry.pw_name
 
 
 def _probe(isolation: Isolation, expect_uid: int | None = None) -> bool:

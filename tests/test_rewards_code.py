@@ -29,18 +29,26 @@ def score_one(reward, code, tests=ADD_TESTS):
 
 
 def test_fraction_of_tests_passed(reward):
-    codes = ["def add(a, b):\n    return a + b", "def add(a, b):\n    return a + b + (a < 0)", "def add(a, b):\n    return 7"]
+    codes = [
+        "def add(a, b):\n    return a + b",
+        "def add(a, b):\n    return a + b + (a < 0)",
+        "def add(a, b):\n    return 7",
+    ]
     assert reward(["p"] * 3, codes, tests=[ADD_TESTS] * 3) == [1.0, pytest.approx(2 / 3), 0.0]
 
 
 def test_code_is_taken_from_the_last_fenced_block(reward):
-    text = "First try:\n```python\ndef add(a, b): return 0\n```\nFixed:\n```python\ndef add(a, b):\n    return a + b\n```\nDone."
+    text = (
+        "First try:\n```python\ndef add(a, b): return 0\n```\n"
+        "Fixed:\n```python\ndef add(a, b):\n    return a + b\n```\nDone."
+    )
     assert score_one(reward, text) == 1.0
     assert extract_code("```py\nx = 1") == "x = 1"  # a truncated completion's unclosed fence
 
 
 def test_string_tests_split_into_setup_and_asserts(reward):
-    tests = "import math\ndef twice(x):\n    return 2 * x\nassert add(1, 1) == twice(1)\nassert add(2, 3) == 6"
+    tests = "import math\ndef twice(x):\n    return 2 * x\n"
+    tests += "assert add(1, 1) == twice(1)\nassert add(2, 3) == 6"
     assert [s["test"] for s in parse_tests(tests)] == [False, False, True, True]
     assert score_one(reward, "def add(a, b): return a + b", tests) == 0.5
 
@@ -82,7 +90,8 @@ def test_infinite_loop_scores_zero_within_the_time_limit(reward):
 def test_fork_bomb_scores_zero_and_leaves_nothing_behind(reward):
     before = _processes_of(resolve_isolation().uid)
     assert score_one(reward, "import os\nwhile True:\n    os.fork()") == 0.0
-    assert score_one(reward, "import subprocess\nwhile True:\n    subprocess.Popen(['sleep', '100'])") == 0.0
+    spawner = "import subprocess\nwhile True:\n    subprocess.Popen(['sleep', '100'])"
+    assert score_one(reward, spawner) == 0.0
     assert score_one(reward, "import multiprocessing") == 0.0
     assert _processes_of(resolve_isolation().uid) <= before
 
@@ -101,7 +110,8 @@ def test_memory_bomb_scores_zero(reward):
 def test_reading_is_allowed_writing_outside_the_temp_dir_is_not(reward, tmp_path):
     reads = "def add(a, b):\n    open('/etc/passwd').read()\n    return a + b"
     assert score_one(reward, reads) == 1.0
-    inside = "open('scratch.txt', 'w').write('ok')\nassert open('scratch.txt').read() == 'ok'\ndef add(a, b): return a + b"
+    inside = "open('scratch.txt', 'w').write('ok')\nassert open('scratch.txt').read() == 'ok'\n"
+    inside += "def add(a, b): return a + b"
     assert score_one(reward, inside) == 1.0
     for target in [f"/tmp/reward-escape-{uuid.uuid4().hex}", str(tmp_path / "escape.txt")]:
         attempts = [
@@ -119,12 +129,16 @@ def test_reading_is_allowed_writing_outside_the_temp_dir_is_not(reward, tmp_path
 
 def test_no_network(reward):
     assert score_one(reward, "import socket\ndef add(a, b): return a + b") == 0.0
-    assert score_one(reward, "import urllib.request\nurllib.request.urlopen('http://example.com')") == 0.0
+    fetch = "import urllib.request\nurllib.request.urlopen('http://example.com')"
+    assert score_one(reward, fetch) == 0.0
 
 
 def test_clean_environment_and_unprivileged_user(reward, monkeypatch):
     monkeypatch.setenv("SECRET_TOKEN", "hunter2")
-    tests = ["import os\nassert 'SECRET_TOKEN' not in os.environ", "import os\nassert os.environ['HOME'] == os.getcwd()"]
+    tests = [
+        "import os\nassert 'SECRET_TOKEN' not in os.environ",
+        "import os\nassert os.environ['HOME'] == os.getcwd()",
+    ]
     if os.geteuid() == 0:
         tests.append("import os\nassert os.getuid() != 0 and os.getgroups() in ([], [os.getgid()])")
     assert score_one(reward, "pass", tests) == 1.0
@@ -134,7 +148,8 @@ def test_network_namespace_when_available():
     isolation = resolve_isolation()
     if "network namespace" not in isolation.description or "no network" in isolation.description:
         pytest.skip(f"no network namespace here: {isolation.description}")
-    check = "names = [l.split(':')[0].strip() for l in open('/proc/self/net/dev').readlines()[2:]]\nassert names == ['lo'], names"
+    check = "lines = open('/proc/self/net/dev').readlines()[2:]\n"
+    check += "names = [line.split(':')[0].strip() for line in lines]\nassert names == ['lo'], names"
     result = run_python(check, [{"code": "pass", "test": True}], Limits(wall_s=5), isolation)
     assert result.loaded, result.output
 

@@ -114,7 +114,8 @@ def test_none_is_left_out_of_the_sum_and_total_none_only_when_nobody_scored():
 def test_none_total_becomes_advantage_zero_in_the_trainer():
     objective = pytest.importorskip("trainer.objective")
     torch = pytest.importorskip("torch")
-    scores = rewards.score_all({"r": (lambda p, c, **k: [1.0, None, 3.0, 2.0], 1.0)}, ["p"] * 4, ["c"] * 4, {})
+    reward = (lambda p, c, **k: [1.0, None, 3.0, 2.0], 1.0)
+    scores = rewards.score_all({"r": reward}, ["p"] * 4, ["c"] * 4, {})
     as_tensor = torch.tensor([[math.nan if t is None else t for t in scores.total]])
     adv = objective.group_advantages(as_tensor).advantages[0]
     assert adv[1] == 0.0  # no score: advantage 0, and left out of the mean (2.0) and std
@@ -128,7 +129,8 @@ def test_columns_reach_the_reward_aligned_with_the_samples():
         seen.update(answer=answer, extra=sorted(kw))
         return [1.0] * len(completions)
 
-    rewards.score_all({"spy": (spy, 1.0)}, ["p1", "p2"], ["c1", "c2"], {"answer": ["1", "2"], "id": [7, 8]})
+    columns = {"answer": ["1", "2"], "id": [7, 8]}
+    rewards.score_all({"spy": (spy, 1.0)}, ["p1", "p2"], ["c1", "c2"], columns)
     assert seen == {"answer": ["1", "2"], "extra": ["id"]}
 
 
@@ -140,12 +142,17 @@ def test_a_raising_reward_fails_only_the_bad_samples():
         return [1.0 / int(a) for a in answer]
 
     scores = rewards.score_all(
-        {"divide": (divide, 1.0), "one": (const(1.0), 1.0)}, ["p"] * 3, ["c"] * 3, {"answer": ["2", "0", "4"]}
+        {"divide": (divide, 1.0), "one": (const(1.0), 1.0)},
+        ["p"] * 3,
+        ["c"] * 3,
+        {"answer": ["2", "0", "4"]},
     )
     assert scores.per_reward["divide"] == [0.5, None, 0.25]
     assert scores.total == [1.5, 1.0, 1.25]
     assert scores.errors == {"divide": 1, "one": 0}
-    assert scores.messages == ["reward 'divide' failed on sample 1: ZeroDivisionError: float division by zero"]
+    assert scores.messages == [
+        "reward 'divide' failed on sample 1: ZeroDivisionError: float division by zero"
+    ]
 
 
 def test_wrong_length_and_non_numbers_score_none_with_a_message():
@@ -167,7 +174,8 @@ def test_a_reward_that_always_raises_gives_none_and_capped_messages():
     def broken(prompts, completions, **kw):
         raise RuntimeError("model server down")
 
-    scores = rewards.score_all({"broken": (broken, 1.0), "one": (const(1.0), 0.5)}, ["p"] * 20, ["c"] * 20, {})
+    both = {"broken": (broken, 1.0), "one": (const(1.0), 0.5)}
+    scores = rewards.score_all(both, ["p"] * 20, ["c"] * 20, {})
     assert scores.per_reward["broken"] == [None] * 20 and scores.errors["broken"] == 20
     assert scores.total == [0.5] * 20
     assert len(scores.messages) == MAX_MESSAGES_PER_REWARD + 1

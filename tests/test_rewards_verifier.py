@@ -76,13 +76,15 @@ def test_extract_choice(text, letter):
 
 
 def test_multiple_choice_reference_is_detected():
-    assert correct(["q"] * 3, ["Answer: (B)", "Answer: C", "2"], answer=["B", "(b)", "2"]) == [1.0, 0.0, 1.0]
+    got = correct(["q"] * 3, ["Answer: (B)", "Answer: C", "2"], answer=["B", "(b)", "2"])
+    assert got == [1.0, 0.0, 1.0]
 
 
 def test_correctness_reward_on_the_arithmetic_task():
     prompts = ["12+7=", "3-10=", "5*5=", "8/2=", "1+1="]
     completions = ["19", "-7", "twenty-five", "4.0", ""]
-    assert correct(prompts, completions, answer=["19", "-7", "25", "4", "2"]) == [1.0, 1.0, 0.0, 1.0, 0.0]
+    got = correct(prompts, completions, answer=["19", "-7", "25", "4", "2"])
+    assert got == [1.0, 1.0, 0.0, 1.0, 0.0]
 
 
 def test_missing_reference_scores_none_and_numbers_are_accepted_as_references():

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import random
+import resource
 import signal
 import sys
 import time
@@ -33,8 +34,11 @@ class StopRequested:
 
     def __init__(self) -> None:
         self.signal: int | None = None
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, self._handle)
+        self.previous = {sig: signal.signal(sig, self._handle) for sig in (signal.SIGTERM, signal.SIGINT)}
+
+    def restore(self) -> None:
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
 
     def _handle(self, signum, _frame) -> None:
         self.signal = signum
@@ -72,6 +76,13 @@ def open_log(paths: RunPaths) -> logging.Logger:
     return log
 
 
+def peak_memory_mb(device: torch.device) -> float:
+    """Peak accelerator memory on CUDA; peak resident memory of this process on CPU."""
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated(device) / 2**20
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
+
+
 def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed)
@@ -104,9 +115,16 @@ def prepare(cfg: Config) -> tuple[Components, RunPaths, StatusFile, int]:
                        cfg.sft_steps, device, log=log)
         checkpoint.save(paths.checkpoints, -1, {"model": policy})
     reference = frozen_copy(policy) if cfg.beta > 0 else None
-    optimizer = make_optimizer(cfg, policy.parameters())
+    value_model = None
+    if cfg.algo == "ppo":
+        from trainer.ppo import build_value_model  # noqa: PLC0415 - only PPO has a value model
+
+        value_model = build_value_model(cfg, policy, device)
+    params = list(policy.parameters()) + (list(value_model.parameters()) if value_model is not None else [])
+    optimizer = make_optimizer(cfg, params)
     writer = RunWriter(paths, cfg.logging, cfg.flush_seconds, cfg.compact_every)
-    comps = Components(cfg, device, policy, tokenizer, reference, optimizer, task, reward_fns, writer, log, builtin)
+    comps = Components(cfg, device, policy, tokenizer, reference, optimizer, task, reward_fns, writer, log, builtin,
+                       value_model)
 
     first_step = 1
     if cfg.resume:
@@ -126,7 +144,7 @@ def train(cfg: Config) -> int:
 
     step_fn = grpo_step
     if cfg.algo == "ppo":
-        from trainer.ppo import ppo_step  # noqa: PLC0415 - PPO pulls in its value model only when asked
+        from trainer.ppo import ppo_step  # noqa: PLC0415
 
         step_fn = ppo_step
     comps, paths, status, first_step = prepare(cfg)
@@ -134,7 +152,9 @@ def train(cfg: Config) -> int:
     log, writer = comps.log, comps.writer
     start = time.time()
     step = first_step - 1
-    status.update(state="running", step=step, pid=os.getpid())
+    trained = sum(p.numel() for m in comps.models().values() for p in m.parameters() if p.requires_grad)
+    status.update(state="running", step=step, pid=os.getpid(), trained_params=trained,
+                  device=str(comps.device))
     try:
         bar = tqdm(total=cfg.max_steps, initial=step, desc=cfg.name, mininterval=1.0, dynamic_ncols=True)
         for step in range(first_step, cfg.max_steps + 1):
@@ -142,7 +162,7 @@ def train(cfg: Config) -> int:
             writer.log("scalars", {"step": [step], "time": [time.time()], "wall_s": [time.time() - start],
                                    **{k: [float(v)] for k, v in metrics.items()}})
             writer.maybe_flush()
-            status.update(step=step)
+            status.update(step=step, peak_memory_mb=round(peak_memory_mb(comps.device), 1))
             bar.update(1)
             bar.set_postfix(reward=f"{metrics['reward/mean']:.3f}", kl=f"{metrics['kl/mean']:.4f}", refresh=False)
             if step % cfg.checkpoint_every == 0 and step < cfg.max_steps:
@@ -165,3 +185,8 @@ def train(cfg: Config) -> int:
             log.error("could not flush logs:\n%s", traceback.format_exc())
         status.update(state="failed", step=step - 1, error=f"{type(exc).__name__}: {exc}")
         return 1
+    finally:
+        stop.restore()
+        for handler in log.handlers:
+            handler.close()
+        log.handlers.clear()

@@ -1,0 +1,35 @@
+"""GRPO / PPO lab: the Streamlit entry point. Pages live in app_pages/; this file only wires them."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# `streamlit run dashboard/app.py` puts dashboard/ on the path, not the project root.
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import streamlit as st  # noqa: E402
+
+st.set_page_config(page_title="GRPO lab", page_icon="🧪", layout="wide")
+
+PAGES = Path(__file__).parent / "app_pages"
+
+navigation = st.navigation({
+    "Training": [
+        st.Page(PAGES / "runs.py", title="Runs", icon="🗂️", default=True, url_path="runs"),
+        st.Page(PAGES / "live.py", title="Live", icon="📈", url_path="live"),
+        st.Page(PAGES / "groups.py", title="Groups", icon="👥", url_path="groups"),
+        st.Page(PAGES / "compare.py", title="Compare", icon="⚖️", url_path="compare"),
+    ],
+    "Concepts": [
+        st.Page(PAGES / "ppo_vs_grpo.py", title="PPO vs GRPO", icon="🏗️", url_path="ppo-vs-grpo"),
+        st.Page(PAGES / "group_advantage.py", title="Group advantage", icon="📊", url_path="group-advantage"),
+        st.Page(PAGES / "ratio_clip.py", title="Ratio and clip", icon="✂️", url_path="ratio-clip"),
+        st.Page(PAGES / "kl_divergence.py", title="KL divergence", icon="↔️", url_path="kl-divergence"),
+        st.Page(PAGES / "grpo_objective.py", title="The GRPO objective", icon="🧮", url_path="grpo-objective"),
+        st.Page(PAGES / "quiz.py", title="Quiz", icon="❓", url_path="quiz"),
+    ],
+})
+navigation.run()

@@ -1,0 +1,85 @@
+"""Bad input: one line naming the field, exit code 2, and no half-made run left behind."""
+
+import pytest
+
+from trainer_helpers import SMALL, run_trainer
+
+
+@pytest.mark.parametrize("args, field", [
+    (["--group-size", "1"], "group_size"),
+    (["--epsilon", "0"], "epsilon"),
+    (["--epsilon", "-0.1"], "epsilon"),
+    (["--beta", "-0.5"], "beta"),
+    (["--model", "./no/such/model"], "model"),
+    (["--rewards", "no_such_reward=1"], "rewards"),
+    (["--std-mode", "median"], "std_mode"),
+    (["--max-steps", "ten"], "max_steps"),
+])
+def test_bad_option_is_refused_before_anything_is_written(tmp_path, args, field):
+    result = run_trainer(tmp_path, "bad", *args)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {field}:"), result.stderr
+    assert not (tmp_path / "bad").exists()
+
+
+@pytest.mark.parametrize("name", ["a/b", "..", "../escape", "x..y", ".hidden"])
+def test_run_name_with_path_parts_is_refused(tmp_path, name):
+    result = run_trainer(tmp_path / "runs", name)
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: name:")
+    assert not any(tmp_path.rglob("*.json"))
+
+
+def test_existing_run_needs_resume(tmp_path):
+    (tmp_path / "taken").mkdir()
+    result = run_trainer(tmp_path, "taken")
+    assert result.returncode == 2
+    assert "error: name:" in result.stderr and "--resume" in result.stderr
+    assert list((tmp_path / "taken").iterdir()) == []
+
+
+def test_resume_of_unknown_run_is_refused(tmp_path):
+    result = run_trainer(tmp_path, "ghost", "--resume")
+    assert result.returncode == 2 and result.stderr.startswith("error: resume:")
+
+
+def test_unwritable_runs_dir(tmp_path, monkeypatch):
+    # In-process: as root, permissions cannot make a folder unwritable, so the check is faked.
+    from trainer.config import ConfigError, from_dict
+    from trainer.run import check_run_dir
+
+    monkeypatch.setattr("trainer.run.os.access", lambda *_: False)
+    cfg = from_dict({"runs_dir": str(tmp_path), "name": "r"})
+    with pytest.raises(ConfigError, match="^runs_dir: .* is not writable"):
+        check_run_dir(cfg)
+    assert not (tmp_path / "r").exists()
+
+
+def test_runs_dir_that_is_a_file(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    result = run_trainer(blocker, "r", *SMALL)
+    assert result.returncode == 2 and result.stderr.startswith("error: runs_dir:"), result.stderr
+
+
+def test_config_file_with_overrides(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("group_size: 1\n")
+    result = run_trainer(tmp_path, "r", "--config", str(cfg))
+    assert result.returncode == 2 and result.stderr.startswith("error: group_size:")
+    bad = tmp_path / "c.json"
+    bad.write_text('{"no_such_option": 3}')
+    result = run_trainer(tmp_path, "r", "--config", str(bad))
+    assert result.returncode == 2 and result.stderr.startswith("error: no_such_option:")
+
+
+def test_help_documents_every_option():
+    from dataclasses import fields
+
+    from trainer.config import Config
+
+    result = run_trainer(".", "unused", "--help")
+    assert result.returncode == 0
+    for f in fields(Config):
+        assert "--" + f.name.replace("_", "-") in result.stdout

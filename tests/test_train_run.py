@@ -1,0 +1,143 @@
+"""End to end: a real (tiny) run writes a run directory that pandas and DuckDB read back correctly."""
+
+import json
+import math
+
+import duckdb
+import pytest
+import torch
+
+from rundir.status import read_status
+from trainer.objective import group_advantages
+from trainer_helpers import SMALL, read_table, run_trainer
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    runs = tmp_path_factory.mktemp("runs")
+    result = run_trainer(runs, "e2e", *SMALL, "--max-steps", "6", "--checkpoint-every", "3")
+    assert result.returncode == 0, result.stderr
+    return runs / "e2e"
+
+
+def test_status_and_config(run_dir):
+    status = read_status(run_dir / "status.json")
+    assert status["state"] == "finished" and status["step"] == 6 and status["total_steps"] == 6
+    assert status["error"] is None and status["trained_params"] > 0
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["group_size"] == 4 and config["std_mode"] == "group" and config["name"] == "e2e"
+
+
+def test_scalars_have_every_documented_metric(run_dir):
+    scalars = read_table(run_dir, "scalars")
+    assert scalars["step"].tolist() == [1, 2, 3, 4, 5, 6]
+    for name in ["reward/mean", "reward/std", "reward/min", "reward/max", "rewards/correctness/mean",
+                 "rewards/correctness/std", "advantage/mean", "advantage/std", "advantage/min",
+                 "advantage/max", "groups/frac_zero_std", "clip/low", "clip/high", "clip/total",
+                 "ratio/mean", "ratio/min", "ratio/max", "kl/mean", "entropy/mean", "loss/policy",
+                 "loss/total", "grad/norm", "lr", "completion/length_mean", "completion/length_max",
+                 "completion/truncated_frac", "time/step_s", "time/generation_s", "perf/tokens_per_s"]:
+        assert name in scalars.columns, name
+        assert scalars[name].notna().all(), name
+    # 4 passes per batch: the policy moves within a step, so ratios leave 1
+    assert (scalars["ratio/max"] > 1.0).any() and (scalars["ratio/min"] < 1.0).any()
+
+
+def test_advantages_match_the_formula_in_every_group(run_dir):
+    samples = read_table(run_dir, "samples")
+    assert len(samples) == 6 * 4 * 4
+    groups = samples.groupby(["step", "prompt_id"], sort=False)
+    for (_, _), group in groups:
+        # a prompt drawn twice in one step forms two groups of 4 consecutive sample indices
+        for start in range(0, len(group), 4):
+            g = group.iloc[start:start + 4]
+            assert g["sample_idx"].tolist() == [0, 1, 2, 3]
+            rewards = torch.tensor([g["reward"].tolist()], dtype=torch.float64)
+            mean, std = rewards.mean(), rewards.std(unbiased=False)
+            expected = [0.0] * 4 if std < 1e-6 else ((rewards[0] - mean) / std).tolist()
+            assert g["advantage"].tolist() == pytest.approx(expected, abs=1e-5)
+            assert g["advantage"].tolist() == pytest.approx(
+                group_advantages(rewards).advantages[0].tolist(), abs=1e-6)
+
+
+def test_zero_std_fraction_matches_samples(run_dir):
+    samples, scalars = read_table(run_dir, "samples"), read_table(run_dir, "scalars")
+    for step, rows in samples.groupby("step"):
+        stds = [rows.iloc[i:i + 4]["reward"].std(ddof=0) for i in range(0, len(rows), 4)]
+        frac = sum(s < 1e-6 for s in stds) / len(stds)
+        assert scalars.set_index("step").loc[step, "groups/frac_zero_std"] == pytest.approx(frac)
+
+
+def test_tables_load_with_duckdb(run_dir):
+    tables = run_dir / "tables"
+    con = duckdb.connect()
+    steps = con.execute(f"SELECT count(*), max(step) FROM read_parquet('{tables}/scalars/*.parquet')").fetchone()
+    assert steps == (6, 6)
+    per_step = con.execute(f"""SELECT step, avg(reward) AS r FROM read_parquet('{tables}/samples/*.parquet')
+                           GROUP BY step ORDER BY step""").fetchall()
+    scalars = read_table(run_dir, "scalars")
+    assert [r for _, r in per_step] == pytest.approx(scalars["reward/mean"].tolist(), abs=1e-6)
+    hist = con.execute(f"SELECT step, counts, tokens, clipped_low, clipped_high FROM "
+                   f"read_parquet('{tables}/histograms/*.parquet') ORDER BY step").fetchall()
+    assert len(hist) == 6
+    for _, counts, tokens, low, high in hist:
+        assert len(counts) == 40 and sum(counts) == tokens and low + high <= tokens
+
+
+def test_clip_counts_agree_between_histograms_and_scalars(run_dir):
+    hist = read_table(run_dir, "histograms").set_index("step")
+    scalars = read_table(run_dir, "scalars").set_index("step")
+    for step in scalars.index:
+        h = hist.loc[step]
+        assert scalars.loc[step, "clip/low"] == pytest.approx(h["clipped_low"] / h["tokens"])
+        assert scalars.loc[step, "clip/high"] == pytest.approx(h["clipped_high"] / h["tokens"])
+
+
+def test_token_detail_is_consistent(run_dir):
+    tokens = read_table(run_dir, "tokens")
+    assert set(tokens["step"]) == set(range(1, 7))
+    assert tokens.groupby("step")["prompt_id"].nunique().max() <= 2  # token_detail_groups = 2
+    ratio = (tokens["logp_new"] - tokens["logp_old"]).map(math.exp)
+    assert tokens["ratio"].tolist() == pytest.approx(ratio.tolist(), rel=1e-5)
+    lr = tokens["logp_ref"] - tokens["logp_new"]
+    k3 = lr.map(math.exp) - lr - 1
+    assert tokens["kl"].tolist() == pytest.approx(k3.tolist(), abs=1e-5)
+    assert (tokens["clipped"] == (tokens["clipped_low"] | tokens["clipped_high"])).all()
+    high = tokens[tokens["clipped_high"]]
+    assert (high["ratio"] > 1.2).all() and (high["advantage"] > 0).all()
+    samples = read_table(run_dir, "samples")
+    joined = tokens.groupby(["step", "prompt_id", "sample_idx"]).size().rename("n").reset_index().merge(
+        samples, on=["step", "prompt_id", "sample_idx"])
+    assert (joined["n"] == joined["length"]).all()
+
+
+def test_checkpoints_are_complete(run_dir):
+    ckpts = sorted(p.name for p in (run_dir / "checkpoints").iterdir())
+    assert ckpts == ["initial", "step-00000003", "step-00000006"]
+    for name in ckpts[1:]:
+        assert {p.name for p in (run_dir / "checkpoints" / name).iterdir()} == {
+            "model.safetensors", "optimizer.pt", "rng.pt", "meta.json"}
+
+
+def test_same_seed_same_run(tmp_path):
+    for name in ("a", "b"):
+        assert run_trainer(tmp_path, name, *SMALL, "--max-steps", "3", "--seed", "7").returncode == 0
+    a, b = (read_table(tmp_path / n, "samples") for n in ("a", "b"))
+    assert a["completion"].tolist() == b["completion"].tolist()
+    assert a["advantage"].tolist() == b["advantage"].tolist()
+    sa, sb = (read_table(tmp_path / n, "scalars") for n in ("a", "b"))
+    assert sa["loss/total"].tolist() == sb["loss/total"].tolist()
+
+
+def test_one_pass_means_ratio_exactly_one(tmp_path):
+    assert run_trainer(tmp_path, "p1", *SMALL, "--max-steps", "2", "--passes", "1").returncode == 0
+    scalars = read_table(tmp_path / "p1", "scalars")
+    assert (scalars["ratio/min"] == 1.0).all() and (scalars["ratio/max"] == 1.0).all()
+    assert (scalars["clip/total"] == 0.0).all()
+
+
+def test_beta_zero_loads_no_reference(tmp_path):
+    assert run_trainer(tmp_path, "b0", *SMALL, "--max-steps", "2", "--beta", "0").returncode == 0
+    tokens = read_table(tmp_path / "b0", "tokens")
+    assert tokens["logp_ref"].isna().all() and (tokens["kl"] == 0).all()
+    assert (read_table(tmp_path / "b0", "scalars")["kl/mean"] == 0).all()
