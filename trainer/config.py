@@ -54,7 +54,7 @@ class Config:
     rewards: dict = _opt({"correctness": 1.0}, "Reward names and weights, e.g. correctness=1,length=0.1.")
     reward_params: dict = _opt({}, "Per-reward parameters (config file only), e.g. {length: {max_len: 8}}.")
     # --- sampling ---
-    group_size: int = _opt(8, "G: responses sampled per prompt (>= 2).")
+    group_size: int = _opt(8, "G: responses sampled per prompt (>= 2; PPO: >= 1, its usual one response per prompt).")
     prompts_per_step: int = _opt(32, "Prompts per step; a step samples prompts_per_step * group_size completions.")
     max_new_tokens: int = _opt(4, "Longest completion in tokens; longer ones are cut and marked truncated.")
     temperature: float = _opt(1.0, "Sampling temperature (> 0); 1.0 samples the policy itself.")
@@ -95,7 +95,8 @@ class Config:
              "device", "must be auto, cpu, cuda or cuda:N")
         need(self.task_max_operand >= 1, "task_max_operand", "must be >= 1")
         need(self.sft_steps >= 0, "sft_steps", "must be >= 0")
-        need(self.group_size >= 2, "group_size", "must be >= 2 (a group needs a spread to compare against)")
+        need(self.group_size >= (1 if self.algo == "ppo" else 2), "group_size",
+             "must be >= 2 (a group needs a spread to compare against; PPO alone allows 1)")
         need(self.prompts_per_step >= 1, "prompts_per_step", "must be >= 1")
         need(self.max_new_tokens >= 1, "max_new_tokens", "must be >= 1")
         need(self.temperature > 0, "temperature", "must be > 0")

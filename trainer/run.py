@@ -162,7 +162,8 @@ def train(cfg: Config) -> int:
             writer.log("scalars", {"step": [step], "time": [time.time()], "wall_s": [time.time() - start],
                                    **{k: [float(v)] for k, v in metrics.items()}})
             writer.maybe_flush()
-            status.update(step=step, peak_memory_mb=round(peak_memory_mb(comps.device), 1))
+            status.update(step=step, peak_memory_mb=round(peak_memory_mb(comps.device), 1),
+                          train_seconds=round(time.time() - start, 3))
             bar.update(1)
             bar.set_postfix(reward=f"{metrics['reward/mean']:.3f}", kl=f"{metrics['kl/mean']:.4f}", refresh=False)
             if step % cfg.checkpoint_every == 0 and step < cfg.max_steps:
@@ -174,7 +175,7 @@ def train(cfg: Config) -> int:
         writer.close()
         checkpoint.save(paths.checkpoints, step, comps.models(), comps.optimizer, cfg.keep_checkpoints)
         state = "stopped" if stop else "finished"
-        status.update(state=state, step=step)
+        status.update(state=state, step=step, train_seconds=round(time.time() - start, 3))
         log.info("%s at step %d%s", state, step, f" (signal {stop.signal})" if stop else "")
         return 0
     except Exception as exc:  # noqa: BLE001 - any failure must reach status.json, then the caller

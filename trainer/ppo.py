@@ -1,0 +1,212 @@
+"""One PPO step, top to bottom: sample, score, per-token rewards, GAE, several clipped epochs.
+
+PPO keeps four models where GRPO keeps two or three:
+
+- the policy (trained), which samples the responses;
+- the value model (trained alongside), which predicts for every prefix the return still to come;
+- the reward: here the configured reward functions (a rule, or a reward model), scoring the full
+  response once;
+- the frozen reference (the policy as RL began), whose per-token KL becomes a reward penalty.
+
+The value model is a separate model: a copy of the policy's transformer body, initialised from the
+policy as RL starts (after the warm start), with a fresh linear head `hidden -> 1` set to zero, so
+every prediction starts at 0. Why a separate model and not a head on the policy: it is the
+chapter's picture (the value model is what GRPO saves), its parameters and memory show up in the
+run's `trained_params` and `peak_memory_mb`, and the value loss cannot pull on the policy's
+weights. Why start from the policy's weights: like an RLHF value model started from the SFT or
+reward model, it already reads the prompt, so only the head and a small drift have to be learned.
+
+Rewards per token, the usual RLHF form (InstructGPT; Ouyang et al. 2022, eq. 2):
+r_t = -beta * KL_t on every token (KL_t: `kl_estimator`, k1 or k3, of pi_old against the
+reference), plus the response's score on its last token. The policy loss itself has no KL term.
+GAE runs over the tokens with `gamma` and `lam`; advantages are whitened over the batch.
+A response no reward function scored (None) is left out of both losses: no signal, no target.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+
+import torch
+from torch import nn
+
+from trainer.config import Config
+from trainer.grpo import minibatch_indices
+from trainer.objective import (
+    aggregate,
+    clipped_surrogate,
+    clipped_value_loss,
+    explained_variance,
+    gae,
+    group_advantages,
+    kl_k3,
+    kl_per_token,
+    masked_mean,
+    policy_ratio,
+    whiten,
+)
+from trainer.records import TokenStats, reward_scalars, sample_rows, token_rows
+from trainer.rollout import Rollout, position_ids, sample, token_logprobs
+from trainer.scoring import score_rollout
+from trainer.setup import Components
+
+
+class ValueModel(nn.Module):
+    """V(q, o_<t): the policy's transformer body and a linear head, one scalar per position."""
+
+    def __init__(self, backbone: nn.Module, hidden_size: int) -> None:
+        super().__init__()
+        self.backbone = backbone
+        self.head = nn.Linear(hidden_size, 1)
+        nn.init.zeros_(self.head.weight)
+        nn.init.zeros_(self.head.bias)
+
+    def forward(self, input_ids, attention_mask, position_ids) -> torch.Tensor:
+        hidden = self.backbone(input_ids=input_ids, attention_mask=attention_mask,
+                               position_ids=position_ids).last_hidden_state  # (B, L, H)
+        return self.head(hidden.float()).squeeze(-1)  # (B, L)
+
+
+def build_value_model(cfg: Config, policy: nn.Module, device: torch.device) -> ValueModel:
+    """A copy of the policy's body (as it is now: after the warm start) with a zero head."""
+    backbone = copy.deepcopy(policy.base_model)
+    for p in backbone.parameters():
+        p.requires_grad_(True)
+    return ValueModel(backbone, policy.config.hidden_size).to(device).eval()  # eval: no dropout
+
+
+def token_values(value_model: ValueModel, rollout: Rollout) -> torch.Tensor:
+    """V_t for each completion token (B, T): the value of the state just before token t is drawn."""
+    values = value_model(rollout.input_ids, rollout.attention_mask, position_ids(rollout.attention_mask))
+    # as with logits, position p sees tokens up to p: the state before completion token t is P-1+t
+    return values[:, rollout.prompt_len - 1:-1]
+
+
+def ppo_step(c: Components, step: int) -> dict[str, float]:
+    cfg = c.cfg
+    G = cfg.group_size
+    eps_high = cfg.epsilon if cfg.epsilon_high is None else cfg.epsilon_high
+    start = time.perf_counter()
+
+    # --- sample: G completions per prompt from the current policy (pi_old) ---
+    rows = c.task.batch(step, cfg.prompts_per_step, cfg.seed)
+    rollout = sample(c.policy, c.tokenizer, [r["prompt"] for r in rows], G, cfg.max_new_tokens,
+                     cfg.temperature, c.device)
+    mask = rollout.completion_mask.float()
+
+    # --- score the full responses; unscored ones are left out of the update ---
+    scores, totals = score_rollout(c, rows, rollout)
+    scored = ~torch.isnan(totals)
+    train_mask = mask * scored.to(c.device, mask.dtype)[:, None]
+
+    with torch.no_grad():
+        old_logp, entropy = token_logprobs(c.policy, rollout, cfg.temperature, with_entropy=True)
+        ref_logp = token_logprobs(c.reference, rollout, cfg.temperature)[0] if c.reference is not None else None
+        old_values = token_values(c.value_model, rollout)
+
+    # --- per-token rewards: -beta * KL on every token, the score on the last one ---
+    folded_kl = (kl_per_token(old_logp, ref_logp, cfg.kl_estimator) if ref_logp is not None
+                 else torch.zeros_like(old_logp)) * mask
+    token_rewards = -cfg.beta * folded_kl
+    last = (rollout.lengths - 1).clamp(min=0)
+    token_rewards[torch.arange(len(last)), last] += torch.nan_to_num(totals, nan=0.0).to(c.device)
+
+    # --- GAE over tokens, then whiten the advantages over the batch ---
+    raw_adv, returns = gae(token_rewards, old_values, train_mask, cfg.gamma, cfg.lam)
+    advantages = whiten(raw_adv, train_mask)
+
+    # --- several epochs over minibatches: clipped policy loss + clipped value loss ---
+    stats = TokenStats()
+    last_pass = {k: torch.zeros_like(old_logp) for k in ("logp_new", "ratio", "kl")}
+    last_low = torch.zeros_like(mask, dtype=torch.bool)
+    last_high = torch.zeros_like(mask, dtype=torch.bool)
+    logs: dict[str, list[float]] = {k: [] for k in ("loss", "policy", "value", "value_clip", "approx_kl",
+                                                    "grad", "value_grad")}
+    no_clip = cfg.max_grad_norm if cfg.max_grad_norm > 0 else float("inf")
+    for _ in range(cfg.passes):
+        for idx in minibatch_indices(len(rollout.completions), cfg.minibatches):
+            sub, m = rollout.select(idx), train_mask[idx]
+            logp, _ = token_logprobs(c.policy, sub, cfg.temperature)
+            values = token_values(c.value_model, sub)
+
+            # policy loss: the same clipped surrogate as GRPO, with per-token advantages
+            ratio = policy_ratio(logp, old_logp[idx])
+            surr = clipped_surrogate(ratio, advantages[idx], cfg.epsilon, eps_high)
+            policy_loss = -aggregate(surr.objective, m, cfg.loss_aggregation)
+            # value loss: regress V on the GAE returns, each step kept near the old values
+            value_loss, value_clip = clipped_value_loss(values, old_values[idx], returns[idx], m, cfg.value_clip)
+            loss = policy_loss + cfg.value_coef * value_loss
+
+            c.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            # each model's gradient is clipped on its own: the value loss must not squeeze the policy's
+            logs["grad"].append(float(torch.nn.utils.clip_grad_norm_(c.policy.parameters(), no_clip)))
+            logs["value_grad"].append(float(torch.nn.utils.clip_grad_norm_(c.value_model.parameters(), no_clip)))
+            c.optimizer.step()
+
+            with torch.no_grad():
+                # KL to the reference, logged as GRPO logs it (k3, every pass); not part of this loss
+                kl = kl_k3(logp, ref_logp[idx]) if ref_logp is not None else torch.zeros_like(logp)
+                # approximate KL(pi_old || pi_theta), http://joschu.net/blog/kl-approx.html
+                log_ratio = logp - old_logp[idx]
+                logs["approx_kl"].append(float(masked_mean((log_ratio.exp() - 1) - log_ratio, m)))
+            stats.add(ratio, kl, surr.clipped_low, surr.clipped_high, mask[idx])
+            logs["loss"].append(loss.item())
+            logs["policy"].append(policy_loss.item())
+            logs["value"].append(value_loss.item())
+            logs["value_clip"].append(float(value_clip))
+            last_pass["logp_new"][idx], last_pass["ratio"][idx], last_pass["kl"][idx] = logp.detach(), ratio.detach(), kl
+            last_low[idx], last_high[idx] = surr.clipped_low, surr.clipped_high
+
+    # --- log ---
+    step_s = time.perf_counter() - start
+    n_tokens = int(mask.sum())
+    mean = {k: sum(v) / len(v) for k, v in logs.items()}
+    real = train_mask.bool()
+    # the groups' spread says nothing about PPO's signal (the value model is the baseline); kept to compare
+    frac_zero_std = group_advantages(totals.view(-1, G), cfg.std_mode).zero_std.float().mean().item()
+    metrics = reward_scalars(totals, scores.per_reward, scores.errors, frac_zero_std, advantages[real].cpu())
+    metrics.update(stats.scalars())
+    metrics.update({
+        "entropy/mean": float((entropy * mask).sum() / mask.sum().clamp(min=1)),
+        "loss/policy": mean["policy"],
+        "loss/total": mean["loss"],
+        "grad/norm": mean["grad"],
+        "lr": c.optimizer.param_groups[0]["lr"],
+        "completion/length_mean": rollout.lengths.float().mean().item(),
+        "completion/length_max": rollout.lengths.max().item(),
+        "completion/truncated_frac": rollout.truncated.float().mean().item(),
+        "time/step_s": step_s,
+        "time/generation_s": rollout.generation_s,
+        "perf/tokens_per_s": n_tokens / step_s,
+        # PPO only
+        "value/loss": mean["value"],
+        "value/clip_frac": mean["value_clip"],
+        "value/explained_variance": explained_variance(old_values, returns, train_mask),
+        "value/mean": float(masked_mean(old_values, train_mask)),
+        "value/grad_norm": mean["value_grad"],
+        "returns/mean": float(masked_mean(returns, train_mask)),
+        "advantage/raw_mean": float(masked_mean(raw_adv, train_mask)),
+        "kl/approx": mean["approx_kl"],
+        "kl/folded": float(masked_mean(folded_kl, mask)),
+        "kl/penalty": float((cfg.beta * folded_kl).sum(dim=1).mean()),
+    })
+    if c.writer.level == "full":
+        per_response_adv = masked_mean(advantages, train_mask, dim=1)  # one number per row of samples
+        c.writer.log("samples", sample_rows(
+            step, rows, G, rollout.completions, totals, scores.per_reward, per_response_adv.cpu(),
+            rollout.lengths, rollout.truncated, last_pass["ratio"], last_low | last_high, last_pass["kl"], mask))
+        c.writer.log("histograms", stats.histogram(step, cfg.epsilon, eps_high))
+        which = list(range(min(cfg.token_detail_groups, cfg.prompts_per_step) * G))
+        if which:
+            per_token = {
+                "logp_new": last_pass["logp_new"], "logp_old": old_logp,
+                "logp_ref": ref_logp if ref_logp is not None else torch.full_like(old_logp, float("nan")),
+                "ratio": last_pass["ratio"], "kl": last_pass["kl"], "clipped_low": last_low,
+                "clipped_high": last_high, "advantage": advantages, "value": old_values, "return": returns,
+                "token_reward": token_rewards,
+            }
+            c.writer.log("tokens", token_rows(step, rows, G, which, c.tokenizer, rollout.completion_ids,
+                                              rollout.completion_mask, per_token))
+    return metrics
