@@ -91,7 +91,8 @@ def shaded_spans(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(spans, columns=["panel", "x", "x2"])
 
 
-def chart(result: ClipResult, adv: float, eps: float, eps_high: float | None, titles: dict[str, str]) -> alt.HConcatChart:
+def charts(result: ClipResult, adv: float, eps: float, eps_high: float | None,
+           titles: dict[str, str]) -> list[alt.LayerChart]:
     """Two panels, A > 0 and A < 0: r*A (grey, dashed), the objective (blue, flat where clipped),
     the zero-gradient region shaded, and the current token as a dot in its panel."""
     ratio_max = max(RATIO_MAX, 1.1 * result.ratio)
@@ -121,11 +122,11 @@ def chart(result: ClipResult, adv: float, eps: float, eps_high: float | None, ti
         bounds = pd.DataFrame({"x": [result.low, result.high]})
         layers.append(alt.Chart(bounds).mark_rule(color="#777", strokeDash=[2, 2]).encode(x="x:Q"))
         layers.append(lines)
-        if panel == point_panel:
+        if panel == point_panel and adv != 0:
             point = pd.DataFrame({"ratio": [result.ratio], "value": [result.objective]})
             layers.append(alt.Chart(point).mark_point(size=120, filled=True, color="black").encode(
                 x="ratio:Q", y="value:Q",
                 tooltip=[alt.Tooltip("ratio:Q", format=".3f"), alt.Tooltip("value:Q", format=".3f")]))
         title = titles["pos_panel"] if panel == "A > 0" else titles["neg_panel"]
-        panels.append(alt.layer(*layers).properties(title=title, height=280))
-    return alt.hconcat(*panels)
+        panels.append(alt.layer(*layers).properties(title=title, height=360))
+    return panels

@@ -46,7 +46,7 @@ def list_runs(root: Path | None = None) -> list[RunInfo]:
     """Run directories under `root` (those with a config.json or status.json), newest first."""
     root = runs_root() if root is None else Path(root)
     try:
-        entries = [p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")]
+        entries = [p for p in root.iterdir() if not p.name.startswith(".")]
     except OSError:
         return []
     runs = []
@@ -56,12 +56,14 @@ def list_runs(root: Path | None = None) -> list[RunInfo]:
         status = read_json(paths.status) or {}
         if not config and not status:
             continue
-        try:
-            mtime = max(f.stat().st_mtime for f in (paths.config, paths.status) if f.exists())
-        except (OSError, ValueError):
-            mtime = 0.0
+        mtimes = []
+        for f in (paths.config, paths.status):
+            try:
+                mtimes.append(f.stat().st_mtime)
+            except OSError:
+                pass
         algo = str(config.get("algo") or status.get("algo") or "?")
-        runs.append(RunInfo(path.name, path, algo, config, status, mtime))
+        runs.append(RunInfo(path.name, path, algo, config, status, max(mtimes, default=0.0)))
     return sorted(runs, key=lambda r: (-r.mtime, r.name))
 
 

@@ -69,9 +69,7 @@ def table(result: GroupResult, names: dict[str, str], logged: list[float] | None
     return pd.DataFrame(rows)
 
 
-def chart(result: GroupResult, titles: dict[str, str]) -> alt.HConcatChart:
-    """Left: rewards with the group mean (line) and mean +- std (band). Right: the advantages,
-    green above zero, red below."""
+def _frame(result: GroupResult) -> pd.DataFrame:
     n = len(result.rewards)
     df = pd.DataFrame({
         "response": [f"o{i + 1}" for i in range(n)],
@@ -80,25 +78,37 @@ def chart(result: GroupResult, titles: dict[str, str]) -> alt.HConcatChart:
         "advantage": [clean(a, 4) for a in result.advantages],
     })
     df["sign"] = ["+" if a > 0 else "-" if a < 0 else "0" for a in df["advantage"]]
-    x = alt.X("response:N", sort=alt.SortField("order"), title=None, axis=alt.Axis(labelAngle=0))
-    color = alt.Color("sign:N", scale=alt.Scale(domain=["+", "-", "0"], range=[POSITIVE, NEGATIVE, NEUTRAL]),
-                      legend=None)
+    return df
 
-    base = alt.Chart(df)
-    reward_bars = base.mark_bar(color="#6c8ebf").encode(
-        x=x, y=alt.Y("reward:Q", title=titles["reward"]),
+
+def _x() -> alt.X:
+    return alt.X("response:N", sort=alt.SortField("order"), title=None, axis=alt.Axis(labelAngle=0, labelOverlap=False))
+
+
+def rewards_chart(result: GroupResult, titles: dict[str, str]) -> alt.LayerChart:
+    """The rewards, the group mean (dashed line) and mean +- std (band)."""
+    df = _frame(result)
+    bars = alt.Chart(df).mark_bar(color="#6c8ebf").encode(
+        x=_x(), y=alt.Y("reward:Q", title=titles["reward"], axis=alt.Axis(format="~g")),
         tooltip=["response", alt.Tooltip("reward:Q", format=".3f")])
     stats = pd.DataFrame({"mean": [result.mean], "lo": [result.mean - result.std], "hi": [result.mean + result.std]})
     band = alt.Chart(stats).mark_rect(opacity=0.12, color="#333").encode(y="lo:Q", y2="hi:Q")
     mean_rule = alt.Chart(stats).mark_rule(color="#333", strokeDash=[6, 3], size=2).encode(
         y="mean:Q", tooltip=[alt.Tooltip("mean:Q", format=".3f")])
-    left = alt.layer(band, reward_bars, mean_rule).properties(title=titles["rewards_title"], height=260)
+    return alt.layer(band, bars, mean_rule).properties(title=titles["rewards_title"], height=280)
 
-    adv_bars = base.mark_bar().encode(
-        x=x, y=alt.Y("advantage:Q", title=titles["advantage"]), color=color,
+
+def advantages_chart(result: GroupResult, titles: dict[str, str]) -> alt.LayerChart:
+    """The advantages: green above zero (reinforced), red below (discouraged), values on the bars."""
+    df = _frame(result)
+    color = alt.Color("sign:N", scale=alt.Scale(domain=["+", "-", "0"], range=[POSITIVE, NEGATIVE, NEUTRAL]),
+                      legend=None)
+    bars = alt.Chart(df).mark_bar().encode(
+        x=_x(), y=alt.Y("advantage:Q", title=titles["advantage"], axis=alt.Axis(format="~g"),
+                                scale=alt.Scale(padding=22)), color=color,
         tooltip=["response", alt.Tooltip("advantage:Q", format=".3f")])
-    labels = base.mark_text(dy=-8, fontSize=12).encode(
-        x=x, y="advantage:Q", text=alt.Text("advantage:Q", format=".2f"))
+    text = alt.Text("advantage:Q", format=".2f")
+    above = alt.Chart(df[df["advantage"] >= 0]).mark_text(dy=-8, fontSize=12).encode(x=_x(), y="advantage:Q", text=text)
+    below = alt.Chart(df[df["advantage"] < 0]).mark_text(dy=10, fontSize=12).encode(x=_x(), y="advantage:Q", text=text)
     zero = alt.Chart(pd.DataFrame({"y": [0]})).mark_rule(color="#555").encode(y="y:Q")
-    right = alt.layer(adv_bars, labels, zero).properties(title=titles["advantages_title"], height=260)
-    return alt.hconcat(left, right).resolve_scale(y="independent")
+    return alt.layer(bars, above, below, zero).properties(title=titles["advantages_title"], height=280)

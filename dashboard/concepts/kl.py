@@ -18,7 +18,7 @@ from trainer.objective import exact_kl, kl_k1, kl_k3
 
 REFERENCE = (0.25, 0.75)
 DEFAULT_ALPHA = 0.25
-ALPHA_MAX = 0.74  # P stays a distribution with both outcomes possible (P(b) >= 0.01)
+ALPHA_MAX = 0.6  # P = [0.85, 0.15]: far enough for both KLs to pass 0.8, near enough to read 0.1
 OUTCOMES = ("a", "b")
 
 PQ_COLOR, QP_COLOR = "#1f77b4", "#ff7f0e"
@@ -36,7 +36,7 @@ def kl_both(alpha: float) -> tuple[float, float]:
     return float(exact_kl(p, q)), float(exact_kl(q, p))
 
 
-def curve(directions: tuple[str, str], n: int = 149) -> pd.DataFrame:
+def curve(directions: tuple[str, str], n: int = 121) -> pd.DataFrame:
     """Both directions over alpha in [0, ALPHA_MAX]; `directions` are the two series' labels."""
     alphas = np.linspace(0.0, ALPHA_MAX, n)
     ps = torch.stack([policy(float(a)) for a in alphas])
@@ -102,7 +102,7 @@ def kl_chart(alpha: float, titles: dict[str, str]) -> alt.LayerChart:
     now = pd.DataFrame({"alpha": [alpha, alpha], "kl": [pq, qp], "direction": [titles["pq"], titles["qp"]]})
     dots = alt.Chart(now).mark_point(filled=True, size=90).encode(
         x="alpha:Q", y="kl:Q", color=color, tooltip=["direction:N", alt.Tooltip("kl:Q", format=".4f")])
-    return alt.layer(lines, rule, dots).properties(title=titles["kl_title"], height=300)
+    return alt.layer(lines, rule, dots).properties(title=titles["kl_title"], height=340)
 
 
 def distribution_chart(alpha: float, titles: dict[str, str]) -> alt.Chart:
@@ -120,7 +120,7 @@ def distribution_chart(alpha: float, titles: dict[str, str]) -> alt.Chart:
         color=alt.Color("dist:N", title=None, legend=alt.Legend(orient="bottom"),
                         scale=alt.Scale(domain=[titles["p"], titles["q"]], range=[PQ_COLOR, "#bbbbbb"])),
         tooltip=["dist:N", "outcome:N", alt.Tooltip("prob:Q", format=".2f")],
-    ).properties(title=titles["dist_title"], height=300)
+    ).properties(title=titles["dist_title"], height=340)
 
 
 def running_chart(est: Estimate, titles: dict[str, str]) -> alt.LayerChart:
@@ -130,5 +130,6 @@ def running_chart(est: Estimate, titles: dict[str, str]) -> alt.LayerChart:
     lines = alt.Chart(est.running).mark_line(strokeWidth=2).encode(
         x=alt.X("n:Q", title=titles["n"]), y=alt.Y("mean:Q", title=titles["kl"]), color=color)
     exact = alt.Chart(pd.DataFrame({"kl": [est.exact], "label": [titles["exact"]]})).mark_rule(
-        color="#333", strokeDash=[6, 3], size=2).encode(y="kl:Q", tooltip=["label:N", alt.Tooltip("kl:Q", format=".4f")])
-    return alt.layer(lines, exact).properties(title=titles["running_title"], height=280)
+        color="#333", strokeDash=[6, 3], size=2).encode(
+        y="kl:Q", tooltip=["label:N", alt.Tooltip("kl:Q", format=".4f")])
+    return alt.layer(lines, exact).properties(title=titles["running_title"], height=320)

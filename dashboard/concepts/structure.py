@@ -13,39 +13,42 @@ import pandas as pd
 # role -> fill colour; the legend says which models the optimiser updates
 ROLE_COLORS = {"trained": "#f4a259", "frozen": "#8ecae6", "none": "#eeeeee"}
 
-# (id, x, y, label key, role). x in [0, 10], y in [0, 6]: one panel per algorithm.
+# (id, x, y, label key, role), top to bottom: x in [0, 10], y in [0, 5]. role "absent" is drawn
+# dashed and left out of the legend: the value model GRPO does without.
 PPO_NODES = (
-    ("q", 0.8, 3.0, "prompt", "none"),
-    ("policy", 3.0, 3.0, "policy", "trained"),
-    ("o", 5.2, 3.0, "one_output", "none"),
-    ("reward", 7.6, 5.0, "reward_model", "frozen"),
-    ("ref", 7.6, 3.0, "reference", "frozen"),
-    ("value", 7.6, 1.0, "value_model", "trained"),
-    ("adv", 9.6, 3.0, "gae", "none"),
+    ("q", 5.0, 5.0, "prompt", "none"),
+    ("policy", 5.0, 4.0, "policy", "trained"),
+    ("o", 5.0, 3.0, "one_output", "none"),
+    ("reward", 1.6, 2.0, "reward_model", "frozen"),
+    ("ref", 5.0, 2.0, "reference", "frozen"),
+    ("value", 8.4, 2.0, "value_model", "trained"),
+    ("adv", 5.0, 1.0, "gae", "none"),
+    ("loss", 5.0, 0.0, "loss_ppo", "none"),
 )
 PPO_EDGES = (("q", "policy"), ("policy", "o"), ("o", "reward"), ("o", "ref"), ("o", "value"),
-             ("reward", "adv"), ("ref", "adv"), ("value", "adv"))
+             ("reward", "adv"), ("ref", "adv"), ("value", "adv"), ("adv", "loss"))
 GRPO_NODES = (
-    ("q", 0.8, 3.0, "prompt", "none"),
-    ("policy", 3.0, 3.0, "policy", "trained"),
-    ("o", 5.2, 3.0, "group_outputs", "none"),
-    ("reward", 7.6, 5.0, "reward_or_rule", "frozen"),
-    ("ref", 7.6, 3.0, "reference", "frozen"),
-    ("group", 7.6, 1.0, "group_stats", "none"),
-    ("adv", 9.6, 3.0, "group_adv", "none"),
+    ("q", 5.0, 5.0, "prompt", "none"),
+    ("policy", 5.0, 4.0, "policy", "trained"),
+    ("o", 5.0, 3.0, "group_outputs", "none"),
+    ("reward", 1.6, 2.0, "reward_or_rule", "frozen"),
+    ("ref", 5.0, 2.0, "reference", "frozen"),
+    ("novalue", 8.4, 2.0, "no_value", "absent"),
+    ("adv", 1.6, 1.0, "group_adv", "none"),
+    ("loss", 5.0, 0.0, "loss_grpo", "none"),
 )
-GRPO_EDGES = (("q", "policy"), ("policy", "o"), ("o", "reward"), ("o", "ref"), ("reward", "group"),
-              ("group", "adv"), ("ref", "adv"))
+GRPO_EDGES = (("q", "policy"), ("policy", "o"), ("o", "reward"), ("o", "ref"), ("reward", "adv"),
+              ("adv", "loss"), ("ref", "loss"))
 
-X_RANGE, Y_RANGE = (-0.3, 10.9), (-0.2, 6.2)
-WIDTH, HEIGHT = 430, 260
-BOX_W, BOX_H = 88, 40  # pixels
+X_RANGE, Y_RANGE = (-0.2, 10.2), (-0.45, 5.45)
+WIDTH, HEIGHT = 400, 420
+BOX_W, BOX_H = 124, 44  # pixels
 
 
 def _frames(nodes, edges, labels: dict[str, str]) -> tuple[pd.DataFrame, pd.DataFrame]:
     pos = {nid: (x, y) for nid, x, y, *_ in nodes}
     node_df = pd.DataFrame([
-        {"id": nid, "x": x, "y": y, "label": labels[key], "role": labels[f"role_{role}"]}
+        {"id": nid, "x": x, "y": y, "label": labels[key], "role": labels.get(f"role_{role}", role)}
         for nid, x, y, key, role in nodes
     ])
     # shorten each edge so it starts and ends at the box borders, and point an arrowhead along it
@@ -78,11 +81,15 @@ def _panel(nodes, edges, labels: dict[str, str], title: str) -> alt.LayerChart:
         x=alt.X("x2:Q", scale=alt.Scale(domain=list(X_RANGE)), axis=None),
         y=alt.Y("y2:Q", scale=alt.Scale(domain=list(Y_RANGE)), axis=None),
         angle=alt.Angle("angle:Q", scale=None))
-    boxes = alt.Chart(node_df).mark_point(shape="square", filled=True, size=1, opacity=0).encode(x=x, y=y)
-    rects = alt.Chart(node_df).mark_rect(width=BOX_W, height=BOX_H, stroke="#444", strokeWidth=1,
+    present, absent = node_df[node_df["role"] != "absent"], node_df[node_df["role"] == "absent"]
+    rects = alt.Chart(present).mark_rect(width=BOX_W, height=BOX_H, stroke="#444", strokeWidth=1,
                                          cornerRadius=6).encode(x=x, y=y, color=color, tooltip=["label:N", "role:N"])
-    text = alt.Chart(node_df).mark_text(fontSize=11, lineBreak="\n", color="#111").encode(x=x, y=y, text="label:N")
-    return alt.layer(lines, heads, boxes, rects, text).properties(width=WIDTH, height=HEIGHT, title=title)
+    ghosts = alt.Chart(absent).mark_rect(width=BOX_W, height=BOX_H, stroke="#999", strokeDash=[4, 3], fill="white",
+                                         cornerRadius=6).encode(x=x, y=y)
+    text = alt.Chart(present).mark_text(fontSize=12, lineBreak="\n", color="#111").encode(x=x, y=y, text="label:N")
+    ghost_text = alt.Chart(absent).mark_text(fontSize=12, lineBreak="\n", color="#888", fontStyle="italic").encode(
+        x=x, y=y, text="label:N")
+    return alt.layer(lines, heads, ghosts, rects, text, ghost_text).properties(width=WIDTH, height=HEIGHT, title=title)
 
 
 def diagram(labels: dict[str, str]) -> alt.HConcatChart:

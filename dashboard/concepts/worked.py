@@ -13,7 +13,15 @@ import altair as alt
 import pandas as pd
 import torch
 
-from trainer.objective import aggregate, clipped_surrogate, group_advantages, grpo_loss, kl_k3, masked_mean, policy_ratio
+from trainer.objective import (
+    aggregate,
+    clipped_surrogate,
+    group_advantages,
+    grpo_loss,
+    kl_k3,
+    masked_mean,
+    policy_ratio,
+)
 
 PROMPT = "3+4="
 # (reward, [(token, pi_old, pi_theta, pi_ref), ...]) per response. Chosen so that one token clips
@@ -136,7 +144,7 @@ def length_chart(long_len: int, titles: dict[str, str], max_len: int = 64) -> al
         rows.append({"len": n, "mode": titles["sequence"], "share": shares["sequence"]["long"]})
         rows.append({"len": n, "mode": titles["token"], "share": shares["token"]["long"]})
     df = pd.DataFrame(rows)
-    color = alt.Color("mode:N", title=None, legend=alt.Legend(orient="bottom"),
+    color = alt.Color("mode:N", title=None, legend=alt.Legend(orient="bottom", labelLimit=0),
                       scale=alt.Scale(domain=[titles["sequence"], titles["token"]], range=["#1f77b4", "#d64545"]))
     lines = alt.Chart(df).mark_line(strokeWidth=2.5).encode(
         x=alt.X("len:Q", title=titles["len"]),
@@ -146,4 +154,4 @@ def length_chart(long_len: int, titles: dict[str, str], max_len: int = 64) -> al
     dots = alt.Chart(now).mark_point(filled=True, size=90).encode(
         x="len:Q", y="share:Q", color=color, tooltip=["mode:N", alt.Tooltip("share:Q", format=".1%")])
     rule = alt.Chart(pd.DataFrame({"len": [long_len]})).mark_rule(color="#555", strokeDash=[4, 3]).encode(x="len:Q")
-    return alt.layer(lines, rule, dots).properties(title=titles["title"], height=280)
+    return alt.layer(lines, rule, dots).properties(title=titles["title"], height=340)

@@ -1,0 +1,200 @@
+"""Each concept page in a real browser (Debian's Chromium through Playwright) against a live
+`streamlit run dashboard/app.py`: its chart renders and no Streamlit exception shows.
+
+On failure a screenshot goes to test-artifacts/.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+CHART = ".vega-embed canvas, .vega-embed svg"
+EXCEPTION = '[data-testid="stException"]'
+FIXTURE_CONFIG = (
+    "rewards: {correctness: 1.0, length: 1.0}\n"
+    "reward_params: {length: {max_len: 2, penalty_per_unit: 0.25}}\n"
+)
+
+# url path -> title, as the pages write it in English
+PAGES = {
+    "ppo-vs-grpo": "PPO vs GRPO",
+    "group-advantage": "Group advantage",
+    "ratio-clip": "Ratio and clip",
+    "kl-divergence": "KL divergence",
+    "grpo-objective": "The GRPO objective",
+}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """A streamlit server over a runs folder holding one real (two-step) GRPO run."""
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"{CHROMIUM} not installed (make system-deps)")
+    runs = tmp_path_factory.mktemp("runs")
+    cfg = runs.parent / "concepts-browser-fixture.yaml"
+    cfg.write_text(FIXTURE_CONFIG)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "GRPO_LAB_RUNS_DIR": str(runs)}
+    done = subprocess.run([sys.executable, "-m", "trainer", "--config", str(cfg), "--runs-dir", str(runs),
+                           "--name", "browser-fx", "--max-steps", "2", "--prompts-per-step", "2", "--group-size", "4",
+                           "--sft-steps", "0", "--flush-seconds", "0"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    port = _free_port()
+    log = open(runs.parent / "streamlit.log", "w")
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "dashboard/app.py", "--server.port", str(port),
+                             "--server.address", "127.0.0.1", "--server.headless", "true",
+                             "--browser.gatherUsageStats", "false"],
+                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 60
+        while True:
+            try:
+                urllib.request.urlopen(f"{url}/_stcore/health", timeout=2)
+                break
+            except OSError:
+                if time.time() > deadline or proc.poll() is not None:
+                    tail = (runs.parent / "streamlit.log").read_text()[-2000:]
+                    raise RuntimeError(f"streamlit did not start: {tail}")
+                time.sleep(0.3)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1400, "height": 1600})
+    yield context.new_page()
+    context.close()
+
+
+def _shot(pg, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    try:
+        pg.screenshot(path=str(ARTIFACTS / f"concepts-{name}.png"), full_page=True)
+    except Exception:  # noqa: BLE001 - a failed screenshot must not hide the real failure
+        pass
+
+
+def _check(pg, name: str, action) -> None:
+    """Run `action`, and keep a screenshot if it fails."""
+    try:
+        action()
+    except pytest.skip.Exception:
+        raise
+    except BaseException:
+        _shot(pg, name)
+        raise
+
+
+def _open(pg, url: str) -> None:
+    pg.goto(url)
+    pg.wait_for_selector('[data-testid="stMainBlockContainer"] h1', timeout=60_000)
+    _idle(pg)
+
+
+def _idle(pg) -> None:
+    """Wait until the script run has finished (Streamlit marks its root element)."""
+    pg.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=60_000)
+
+
+def _click_until(pg, target, expected, tries: int = 3) -> None:
+    """Click, and click again if the app did not react (a click can land before its widget is wired)."""
+    for attempt in range(tries):
+        target.click()
+        try:
+            expected.wait_for(timeout=10_000)
+            _idle(pg)
+            return
+        except Exception:  # noqa: BLE001 - retried, then the last error is raised
+            if attempt == tries - 1:
+                raise
+
+
+def _chart_and_no_exception(pg) -> None:
+    pg.wait_for_selector(CHART, state="visible", timeout=60_000)
+    pg.wait_for_timeout(500)  # let the rest of the script run
+    assert pg.locator(EXCEPTION).count() == 0, pg.locator(EXCEPTION).first.inner_text()
+    assert pg.locator(CHART).first.bounding_box()["height"] > 50
+
+
+@pytest.mark.parametrize("path", list(PAGES))
+def test_concept_page_renders_its_chart(server, page, path):
+    def check():
+        _open(page, f"{server}/{path}")
+        assert page.locator("h1").first.inner_text().strip() == PAGES[path]
+        _chart_and_no_exception(page)
+
+    _check(page, path, check)
+
+
+@pytest.mark.parametrize("path", ["group-advantage", "ratio-clip"])
+def test_numbers_from_a_run_render(server, page, path):
+    def check():
+        _open(page, f"{server}/{path}")
+        expected = "Logged by the trainer" if path == "ratio-clip" else "Recomputed A_i equal the logged ones"
+        _click_until(page, page.get_by_text("a training run", exact=True),
+                     page.get_by_text(expected, exact=False).first)
+        _chart_and_no_exception(page)
+
+    _check(page, f"{path}-run", check)
+
+
+def test_quiz_renders_and_answers(server, page):
+    def check():
+        _open(page, f"{server}/quiz")
+        page.wait_for_selector('[data-testid="stMainBlockContainer"] [data-testid="stRadio"]', timeout=30_000)
+        assert page.locator('[data-testid="stMainBlockContainer"] [data-testid="stRadio"]').count() == 5
+        _click_until(page, page.get_by_text("It removes the value model", exact=False),
+                     page.get_by_text("Right.", exact=False).first)
+        assert page.locator(EXCEPTION).count() == 0
+
+    _check(page, "quiz", check)
+
+
+def test_language_switch_shows_chinese(server, page):
+    def check():
+        _open(page, f"{server}/group-advantage")
+        switch = page.get_by_text("Language / 语言", exact=True)
+        if switch.count() == 0:
+            pytest.skip("dashboard/app.py does not call dashboard.i18n.language_switch() yet")
+        _click_until(page, page.get_by_text("中文", exact=True), page.get_by_role("heading", name="组内优势"))
+        _chart_and_no_exception(page)
+
+    _check(page, "language", check)
