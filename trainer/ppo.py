@@ -13,14 +13,23 @@ policy as RL starts (after the warm start), with a fresh linear head `hidden -> 
 every prediction starts at 0. Why a separate model and not a head on the policy: it is the
 chapter's picture (the value model is what GRPO saves), its parameters and memory show up in the
 run's `trained_params` and `peak_memory_mb`, and the value loss cannot pull on the policy's
-weights. Why start from the policy's weights: like an RLHF value model started from the SFT or
-reward model, it already reads the prompt, so only the head and a small drift have to be learned.
+weights. Why start from the policy's weights: it is the usual RLHF choice (a value model started
+from the SFT or reward model already reads the prompt), it works for any policy without knowing how
+to build a fresh one, and with a pretrained policy a random body would have everything to learn.
+On the built-in task a fresh random body learned about as fast: the tiny model reads "a+b=" easily.
 
 Rewards per token, the usual RLHF form (InstructGPT; Ouyang et al. 2022, eq. 2):
 r_t = -beta * KL_t on every token (KL_t: `kl_estimator`, k1 or k3, of pi_old against the
 reference), plus the response's score on its last token. The policy loss itself has no KL term.
+k1 is the default: k3 of a sampled token the policy has nearly ruled out is huge, and folded into
+the rewards such an outlier swamps the value targets.
 GAE runs over the tokens with `gamma` and `lam`; advantages are whitened over the batch.
 A response no reward function scored (None) is left out of both losses: no signal, no target.
+
+One behaviour to expect: whitening gives every step unit-sized advantages, however well the task is
+already solved, where GRPO's solved groups (all rewards equal) fall silent. With GRPO's learning
+rate and passes PPO can therefore keep pushing a near-deterministic policy late in a run; fewer
+`passes` or a lower `lr` steady it (bench/bench_ppo_vs_grpo.py measures both algorithms).
 """
 
 from __future__ import annotations
@@ -69,11 +78,15 @@ class ValueModel(nn.Module):
 
 
 def build_value_model(cfg: Config, policy: nn.Module, device: torch.device) -> ValueModel:
-    """A copy of the policy's body (as it is now: after the warm start) with a zero head."""
-    backbone = copy.deepcopy(policy.base_model)
-    for p in backbone.parameters():
-        p.requires_grad_(True)
-    return ValueModel(backbone, policy.config.hidden_size).to(device).eval()  # eval: no dropout
+    """A copy of the policy's body (as it is now: after the warm start) with a zero head.
+
+    The body trains as the policy does: every weight, or with LoRA only the copied adapters (the
+    head always trains). Gradient checkpointing, if on, is not carried over to the copy.
+    """
+    causal_lm = policy.get_base_model() if hasattr(policy, "get_base_model") else policy  # under a peft wrapper
+    backbone = copy.deepcopy(causal_lm.base_model)  # transformers: the body under the LM head
+    hidden_size = causal_lm.config.get_text_config().hidden_size
+    return ValueModel(backbone, hidden_size).to(device).eval()  # eval: no dropout
 
 
 def token_values(value_model: ValueModel, rollout: Rollout) -> torch.Tensor:
@@ -110,7 +123,7 @@ def ppo_step(c: Components, step: int) -> dict[str, float]:
                  else torch.zeros_like(old_logp)) * mask
     token_rewards = -cfg.beta * folded_kl
     last = (rollout.lengths - 1).clamp(min=0)
-    token_rewards[torch.arange(len(last)), last] += torch.nan_to_num(totals, nan=0.0).to(c.device)
+    token_rewards[torch.arange(len(last), device=last.device), last] += torch.nan_to_num(totals, nan=0.0).to(c.device)
 
     # --- GAE over tokens, then whiten the advantages over the batch ---
     raw_adv, returns = gae(token_rewards, old_values, train_mask, cfg.gamma, cfg.lam)
@@ -123,7 +136,7 @@ def ppo_step(c: Components, step: int) -> dict[str, float]:
     last_high = torch.zeros_like(mask, dtype=torch.bool)
     logs: dict[str, list[float]] = {k: [] for k in ("loss", "policy", "value", "value_clip", "approx_kl",
                                                     "grad", "value_grad")}
-    no_clip = cfg.max_grad_norm if cfg.max_grad_norm > 0 else float("inf")
+    max_norm = cfg.max_grad_norm if cfg.max_grad_norm > 0 else float("inf")
     for _ in range(cfg.passes):
         for idx in minibatch_indices(len(rollout.completions), cfg.minibatches):
             sub, m = rollout.select(idx), train_mask[idx]
@@ -134,15 +147,15 @@ def ppo_step(c: Components, step: int) -> dict[str, float]:
             ratio = policy_ratio(logp, old_logp[idx])
             surr = clipped_surrogate(ratio, advantages[idx], cfg.epsilon, eps_high)
             policy_loss = -aggregate(surr.objective, m, cfg.loss_aggregation)
-            # value loss: regress V on the GAE returns, each step kept near the old values
+            # value loss: regress V on the GAE returns, each update held within value_clip of V_old
             value_loss, value_clip = clipped_value_loss(values, old_values[idx], returns[idx], m, cfg.value_clip)
             loss = policy_loss + cfg.value_coef * value_loss
 
             c.optimizer.zero_grad(set_to_none=True)
             loss.backward()
             # each model's gradient is clipped on its own: the value loss must not squeeze the policy's
-            logs["grad"].append(float(torch.nn.utils.clip_grad_norm_(c.policy.parameters(), no_clip)))
-            logs["value_grad"].append(float(torch.nn.utils.clip_grad_norm_(c.value_model.parameters(), no_clip)))
+            logs["grad"].append(float(torch.nn.utils.clip_grad_norm_(c.policy.parameters(), max_norm)))
+            logs["value_grad"].append(float(torch.nn.utils.clip_grad_norm_(c.value_model.parameters(), max_norm)))
             c.optimizer.step()
 
             with torch.no_grad():
@@ -156,7 +169,8 @@ def ppo_step(c: Components, step: int) -> dict[str, float]:
             logs["policy"].append(policy_loss.item())
             logs["value"].append(value_loss.item())
             logs["value_clip"].append(float(value_clip))
-            last_pass["logp_new"][idx], last_pass["ratio"][idx], last_pass["kl"][idx] = logp.detach(), ratio.detach(), kl
+            last_pass["logp_new"][idx], last_pass["ratio"][idx] = logp.detach(), ratio.detach()
+            last_pass["kl"][idx] = kl
             last_low[idx], last_high[idx] = surr.clipped_low, surr.clipped_high
 
     # --- log ---
