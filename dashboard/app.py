@@ -32,4 +32,16 @@ navigation = st.navigation({
         st.Page(PAGES / "quiz.py", title="Quiz", icon="❓", url_path="quiz"),
     ],
 })
+
+# --- sidebar ----------------------------------------------------------------------------------
+# Concept-page language switch: dashboard/i18n.py (the concept pages' issue) provides
+# `language_switch()`; until it exists the sidebar simply has no switch.
+try:
+    from dashboard import i18n
+except ImportError:
+    i18n = None
+if i18n is not None and hasattr(i18n, "language_switch"):
+    with st.sidebar:
+        i18n.language_switch()
+
 navigation.run()

@@ -80,14 +80,30 @@ class RunInfo:
 
     @property
     def error(self) -> str | None:
-        return (self.status or {}).get("error")
+        error = (self.status or {}).get("error")
+        return None if error is None else str(error)
+
+    @property
+    def started_at(self) -> float | None:
+        return _float(self.get("started_at"))
+
+    @property
+    def updated_at(self) -> float | None:
+        return _float(self.get("updated_at"))
 
 
 def _int(value: Any, default: int) -> int:
     try:
         return int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return default
+
+
+def _float(value: Any) -> float | None:
+    try:
+        return float(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
 
 
 def read_run(runs_dir: str | Path, name: str) -> RunInfo:
@@ -120,7 +136,7 @@ def list_runs(runs_dir: str | Path) -> list[RunInfo]:
                 runs.append(read_run(runs_dir, entry.name))
         except (OSError, RunNameError):
             continue
-    runs.sort(key=lambda r: float(r.get("started_at", 0) or 0), reverse=True)
+    runs.sort(key=lambda r: (r.started_at or 0.0, r.name), reverse=True)
     return runs
 
 

@@ -1,4 +1,15 @@
+"""Groups: one prompt's G responses at one step, the advantage computation, and the tokens."""
+
+from __future__ import annotations
+
 import streamlit as st
 
-st.title("groups")
-st.info("This page is being built.")
+from dashboard import groups_view, ui
+
+st.title("👥 Groups")
+
+with ui.guard("Groups"):
+    info = ui.pick_run("groups_run")
+    if info is not None:
+        ui.warn(info.problems)
+        groups_view.render(info)

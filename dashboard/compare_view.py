@@ -1,0 +1,147 @@
+"""The Compare page's body: overlaid curves, summary, config diff, one prompt's group side by side."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from dashboard import charts, data, groups_view, launcher, markup, queries, series, ui
+from rundir.reader import RunInfo
+
+DEFAULT_METRICS = ["reward/mean", "kl/mean", "clip/total", "completion/length_mean"]
+IGNORED_KEYS = {"name", "runs_dir", "resume"}  # differ by construction, or say nothing about training
+
+
+def summary(runs: list[RunInfo]) -> pd.DataFrame:
+    rows = []
+    for r in runs:
+        df = data.scalars(r.name).df
+
+        def last(col: str):
+            return float(df[col].dropna().iloc[-1]) if col in df and df[col].notna().any() else np.nan
+
+        best = df["reward/mean"].max() if "reward/mean" in df and not df.empty else np.nan
+        best_step = int(df.loc[df["reward/mean"].idxmax(), "step"]) if not np.isnan(best) else None
+        rows.append({
+            "run": r.name, "state": ui.state_label(r.state), "algo": r.get("algo", "—"),
+            "steps": f"{r.step} / {r.total_steps or '?'}",
+            "final reward": last("reward/mean"), "best reward": best, "best at step": best_step,
+            "final KL": last("kl/mean"), "final clip fraction": last("clip/total"),
+            "wall time": ui.duration(ui.run_duration(r)),
+        })
+    return pd.DataFrame(rows)
+
+
+def config_diff(runs: list[RunInfo]) -> pd.DataFrame:
+    """Only the options whose values differ between the runs (one column per run).
+
+    An option missing from an older run's config.json had the trainer's default then; it is
+    compared as today's default, so a newly added option does not show as a difference.
+    """
+    defaults = {k: v["default"] for k, v in launcher.config_fields().items()}
+    configs = {r.name: {**defaults, **(r.config or {})} for r in runs}
+    keys = sorted(set().union(*(r.config or {} for r in runs)) - IGNORED_KEYS)
+
+    def show(v):
+        return json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else ("—" if v is None else str(v))
+
+    rows = {k: {n: show(c.get(k)) for n, c in configs.items()} for k in keys}
+    differing = {k: v for k, v in rows.items() if len(set(v.values())) > 1}
+    return pd.DataFrame.from_dict(differing, orient="index").rename_axis("option").reset_index()
+
+
+def curves(runs: list[RunInfo], chosen: list[str], x_mode: str, smoothing: float) -> None:
+    names = [r.name for r in runs]
+    problems = []
+    grid = st.columns(2)
+    for i, metric in enumerate(chosen):
+        frames = []
+        for r in runs:
+            frame = data.scalars(r.name)
+            problems += [f"{r.name}: {p}" for p in frame.problems]
+            frames.append(series.long_frame(frame.df, [metric], x_mode, smoothing, label=r.name))
+        df = pd.concat(frames, ignore_index=True)
+        spec = charts.line_chart(df, title=metric, x_title=series.X_MODES[x_mode], smoothing=smoothing > 0,
+                                 colour_title="run", domain=names)
+        with grid[i % 2]:
+            st.vega_lite_chart(spec=spec, key=f"compare_chart_{i}")
+    ui.warn(problems)
+
+
+def side_by_side(runs: list[RunInfo]) -> None:
+    st.subheader("The same prompt's group, side by side")
+    names = [r.name for r in runs]
+    c = st.columns(4)
+    a = c[0].selectbox("Left run", names, index=0, key="cmp_left")
+    b = c[1].selectbox("Right run", names, index=min(1, len(names) - 1), key="cmp_right")
+    ids_a, pa = queries.prompt_ids(a)
+    ids_b, pb = queries.prompt_ids(b)
+    common = sorted(set(ids_a) & set(ids_b))
+    ui.warn(pa + pb)
+    if not common:
+        st.caption("These runs share no prompt in their samples.")
+        return
+    prompt = c[2].selectbox("Prompt", common, key="cmp_prompt")
+    step = c[3].number_input("At or before step (blank: latest)", min_value=1, value=None, step=1, key="cmp_step")
+    cols = st.columns(2)
+    for col, name in zip(cols, (a, b)):
+        with col:
+            info = next(r for r in runs if r.name == name)
+            found, problems = queries.group_summaries(name, "prompt", prompt, limit=100_000)
+            ui.warn(problems)
+            if step is not None:
+                found = found[found["step"] <= step]
+            if found.empty:
+                st.caption(f"{name}: no group of {prompt} at or before that step.")
+                continue
+            last = found.iloc[-1]
+            group, problems = groups_view.group_rows(name, (int(last["step"]), prompt, int(last["occurrence"])))
+            ui.warn(problems)
+            st.markdown(f"**{name}** · step {int(last['step'])} · mean {last['mean_reward']:.3f} · "
+                        f"std {last['std']:.3f} · std_mode `{(info.config or {}).get('std_mode', 'group')}`")
+            st.html(markup.responses_table(group, groups_view.reward_columns(group), compact=True))
+
+
+def render() -> None:
+    all_runs = data.runs()
+    names = [r.name for r in all_runs]
+    if len(names) < 1:
+        st.info("No runs yet. Start one on the **Runs** page.")
+        return
+    explicit = [n for n in st.session_state.pop("compare_runs", []) if n in names]  # set by Runs' button
+    current = st.session_state.get("cmp_runs")
+    if current is None and not explicit:  # a link such as /compare?runs=a,b
+        explicit = [n for n in st.query_params.get("runs", "").split(",") if n in names]
+    if explicit or current is None or not set(current) <= set(names):
+        selected = st.session_state.get(ui.SELECTED)
+        first = explicit or ([selected] if selected in names else [])
+        st.session_state["cmp_runs"] = (first + [n for n in names if n not in first])[:max(2, len(first))]
+    chosen_runs = st.multiselect("Runs", names, key="cmp_runs", placeholder="pick two or more runs")
+    by_name = {r.name: r for r in all_runs}
+    runs = [by_name[n] for n in chosen_runs if n in by_name]  # in the order picked
+    if len(runs) < 2:
+        st.info("Pick at least two runs to compare.")
+        if not runs:
+            return
+    columns = sorted(set().union(*(data.scalars(r.name).df.columns for r in runs)) - {"step", "time", "wall_s"})
+    c1, c2, c3 = st.columns([3, 1, 2])
+    chosen = c1.multiselect("Metrics", columns, default=[m for m in DEFAULT_METRICS if m in columns], key="cmp_metrics")
+    x_mode = c2.segmented_control("x-axis", ["step", "wall"], default="step", key="cmp_x", required=True,
+                                  format_func=lambda m: "step" if m == "step" else "wall time") or "step"
+    smoothing = c3.slider("Smoothing (EMA weight)", 0.0, 0.99, 0.6, 0.01, key="cmp_smoothing")
+    curves(runs, chosen, x_mode, smoothing)
+    st.subheader("Summary")
+    st.dataframe(summary(runs), hide_index=True, column_config={
+        c: st.column_config.NumberColumn(format="%.4f")
+        for c in ("final reward", "best reward", "final KL", "final clip fraction")})
+    st.subheader("Config: options that differ")
+    diff = config_diff(runs)
+    if diff.empty:
+        st.caption("Same options in every selected run (apart from the name).")
+    else:
+        st.dataframe(diff, hide_index=True)
+    if len(runs) >= 2:
+        side_by_side(runs)

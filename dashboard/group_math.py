@@ -1,0 +1,72 @@
+"""One group's advantage computation, worked as the chapter does it, with the trainer's own math.
+
+`trainer.objective.group_advantages` is the function the trainer called for this very group, so
+the table's A_i must equal the logged advantages; `GroupMath.matches` says whether they do.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+TOLERANCE = 1e-5
+STD_FORMULAS = {
+    "group": "std = sqrt( 1/G * sum_i (r_i - mean)^2 )  (population std, the chapter)",
+    "sample": "std = sqrt( 1/(G-1) * sum_i (r_i - mean)^2 )  (sample std, as TRL / verl)",
+    "none": "std = 1  (centred only: A_i = r_i - mean)",
+}
+
+
+@dataclass
+class GroupMath:
+    table: pd.DataFrame  # one row per response, in sample_idx order
+    mean: float
+    std: float
+    zero_std: bool
+    std_mode: str
+    max_diff: float  # largest |recomputed A_i - logged A_i|
+
+    @property
+    def matches(self) -> bool:
+        return self.max_diff <= TOLERANCE
+
+
+def effect(a: float, reward: float | None, zero_std: bool) -> str:
+    if reward is None or (isinstance(reward, float) and math.isnan(reward)):
+        return "no change: not scored"
+    if zero_std:
+        return "no change: no spread in the group"
+    if a > 0:
+        return "pushed up: more likely"
+    if a < 0:
+        return "pushed down: less likely"
+    return "no change: at the mean"
+
+
+def compute(rewards: list[float | None], logged: list[float], std_mode: str = "group") -> GroupMath:
+    """Recompute A_i for one group's rewards (None: unscored) and line it up with the logged A_i."""
+    import torch  # the dashboard pays for torch only when a group is shown
+
+    from trainer.objective import group_advantages
+
+    r = [math.nan if v is None or (isinstance(v, float) and math.isnan(v)) else float(v) for v in rewards]
+    out = group_advantages(torch.tensor([r], dtype=torch.float64), std_mode)
+    adv = out.advantages[0].double().numpy()
+    mean, std, zero = float(out.mean[0]), float(out.std[0]), bool(out.zero_std[0])
+    logged_arr = np.asarray(logged, dtype=float)
+    r_arr = np.asarray(r, dtype=float)
+    table = pd.DataFrame({
+        "r_i": r_arr,
+        "mean": mean,
+        "std": std,
+        "r_i - mean": r_arr - mean,
+        "A_i (recomputed)": adv,
+        "A_i (logged)": logged_arr,
+        "effect": [effect(a, rv, zero) for a, rv in zip(adv, r)],
+    })
+    diff = np.abs(adv - logged_arr)
+    max_diff = float(np.nanmax(diff)) if len(diff) else 0.0
+    return GroupMath(table, mean, std, zero, std_mode, max_diff)

@@ -1,0 +1,221 @@
+"""The Groups page's body: find a group, show its responses, its advantage computation, its tokens."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import charts, data, group_math, markup, queries, ui
+from rundir.reader import RunInfo
+
+FINDERS = {
+    "step": "Browse by step",
+    "no_signal": "No signal (std 0)",
+    "positive": "Most positive",
+    "negative": "Most negative",
+    "search": "Search completions",
+    "prompt": "Same prompt across steps",
+}
+Target = tuple[int, str, int]  # (step, prompt_id, occurrence)
+
+
+def _pick_row(df: pd.DataFrame, key: str, columns: list[str]) -> int | None:
+    """A candidate table; returns the selected row (the first one until a row is clicked)."""
+    state = st.dataframe(df[columns], hide_index=True, key=key, on_select="rerun", selection_mode="single-row",
+                         height=min(38 + 35 * len(df), 280),
+                         column_config={c: st.column_config.NumberColumn(format="%.3f")
+                                        for c in ("mean_reward", "std", "a_max", "a_min", "reward", "advantage")})
+    rows = state.selection.rows if state is not None else []
+    return rows[0] if rows else (0 if len(df) else None)
+
+
+def find(run: str, mode: str, current_prompt: str | None) -> Target | None:
+    """The finder widgets for `mode`; returns the group to show."""
+    if mode == "step":
+        steps, problems = queries.sample_steps(run)
+        ui.warn(problems)
+        if not steps:
+            st.info("No samples logged yet (the samples table is written with logging: full).")
+            return None
+        c1, c2 = st.columns([1, 3])
+        step = c1.number_input(f"Step ({steps[0]}–{steps[-1]})", min_value=1, value=None, step=1, key="groups_step",
+                               placeholder=f"latest ({steps[-1]})")
+        if step is None or step not in set(steps):
+            if step is not None:
+                c1.caption(f"No samples at step {step}; showing the nearest logged step.")
+            step = steps[-1] if step is None else min(steps, key=lambda s: abs(s - step))
+        rows, problems = queries.step_samples(run, step)
+        ui.warn(problems)
+        if rows.empty:
+            return None
+        groups = rows.groupby("group", sort=True).agg(prompt_id=("prompt_id", "first"), occurrence=("occurrence", "first"),
+                                                      mean=("reward", "mean"), std=("reward", lambda r: r.std(ddof=0)),
+                                                      signal=("advantage", lambda a: bool((a != 0).any())))
+        labels = {g: f"{r.prompt_id}{f' (#{r.occurrence + 1})' if r.occurrence else ''} · mean {r['mean']:.2f} · "
+                     f"std {r['std']:.2f}{'' if r.signal else ' · no signal'}" for g, r in groups.iterrows()}
+        options = list(labels)
+        detail = int(cfg_value(run, "token_detail_groups", 2))
+        # Start on a group worth looking at: one with a learning signal, token detail if possible.
+        with_signal = [g for g in options if groups.loc[g, "signal"]]
+        first = next((g for g in with_signal if g < detail), with_signal[0] if with_signal else options[0])
+        g = c2.selectbox(f"Group ({len(groups)} at step {step})", options, index=options.index(first),
+                         format_func=labels.get, key=f"groups_pick_{step}")
+        return int(step), str(groups.loc[g, "prompt_id"]), int(groups.loc[g, "occurrence"])
+    if mode == "search":
+        text = st.text_input("Text in completions", key="groups_search", placeholder="e.g. 12")
+        if not text:
+            return None
+        hits, problems = queries.search_completions(run, text)
+        ui.warn(problems)
+        if hits.empty:
+            st.caption("No completion contains that text.")
+            return None
+        st.caption(f"{len(hits)} completions{' (first 200)' if len(hits) >= 200 else ''}, newest first:")
+        i = _pick_row(hits, "groups_hits", ["step", "prompt_id", "sample_idx", "completion", "reward", "advantage"])
+        hit = hits.iloc[i]
+        return _group_of_hit(run, hit)
+    arg = ""
+    if mode == "prompt":
+        ids, problems = queries.prompt_ids(run)
+        ui.warn(problems)
+        if not ids:
+            return None
+        if st.session_state.get("groups_prompt") not in ids:
+            st.session_state["groups_prompt"] = current_prompt if current_prompt in ids else ids[0]
+        arg = st.selectbox("Prompt", ids, key="groups_prompt")
+    found, problems = queries.group_summaries(run, mode, arg)
+    ui.warn(problems)
+    if found.empty:
+        st.caption("No group matches." if mode != "no_signal" else "Every group had a spread: no zero-std group.")
+        return None
+    if mode == "prompt":
+        st.vega_lite_chart(spec=charts.prompt_history(found), key="groups_prompt_chart")
+    st.caption(f"{len(found)} groups{' (first 200)' if len(found) >= 200 else ''}; click a row to open it.")
+    i = _pick_row(found, f"groups_found_{mode}", ["step", "prompt_id", "occurrence", "mean_reward", "std", "a_max", "a_min"])
+    r = found.iloc[i]
+    return int(r["step"]), str(r["prompt_id"]), int(r["occurrence"])
+
+
+def cfg_value(run: str, key: str, default):
+    value = (data.run(run).config or {}).get(key, default)
+    return value if isinstance(value, type(default)) else default
+
+
+def _group_of_hit(run: str, hit: pd.Series) -> Target:
+    rows, _ = queries.step_samples(run, int(hit["step"]))
+    same = rows[(rows["prompt_id"] == hit["prompt_id"]) & (rows["sample_idx"] == hit["sample_idx"])
+                & (rows["completion"] == hit["completion"])]
+    occurrence = int(same["occurrence"].iloc[0]) if len(same) else 0
+    return int(hit["step"]), str(hit["prompt_id"]), occurrence
+
+
+def reward_columns(rows: pd.DataFrame) -> list[str]:
+    return [c for c in rows.columns if c.startswith("rewards/")]
+
+
+def group_rows(run: str, target: Target) -> tuple[pd.DataFrame, list[str]]:
+    step, prompt_id, occurrence = target
+    rows, problems = queries.step_samples(run, step)
+    if rows.empty:
+        return rows, problems
+    group = rows[(rows["prompt_id"] == prompt_id) & (rows["occurrence"] == occurrence)]
+    return group.sort_values("sample_idx").reset_index(drop=True), problems
+
+
+def show_group(info: RunInfo, target: Target) -> None:
+    run, (step, prompt_id, occurrence) = info.name, target
+    group, problems = group_rows(run, target)
+    ui.warn(problems)
+    if group.empty:
+        st.info(f"No group {prompt_id} at step {step}.")
+        return
+    cfg = info.config or {}
+    std_mode = str(cfg.get("std_mode") or "group")
+    if std_mode not in group_math.STD_FORMULAS:
+        st.warning(f"config.json has std_mode {std_mode!r}, which the trainer does not know; recomputing with 'group'.")
+        std_mode = "group"
+    st.subheader(f"Step {step} · prompt `{prompt_id}`" + (f" (its #{occurrence + 1} group this step)" if occurrence else ""))
+    st.markdown(f"**Prompt:** {markup.show_text(str(group['prompt'].iloc[0]))}", unsafe_allow_html=True)
+    rewards = [None if pd.isna(v) else float(v) for v in group["reward"]]
+    worked = group_math.compute(rewards, group["advantage"].astype(float).tolist(), std_mode)
+    adv = group["advantage"]
+    c = st.columns(5)
+    c[0].metric("G", len(group))
+    c[1].metric("mean reward", f"{worked.mean:.3f}")
+    c[2].metric("std", f"{worked.std:.3f}")
+    c[3].metric("pushed up / down", f"{int((adv > 0).sum())} / {int((adv < 0).sum())}")
+    c[4].metric("signal", "none (std 0)" if worked.zero_std else "yes")
+    st.markdown("**Responses, highest advantage first** (green: A > 0, red: A < 0, grey: A = 0)")
+    st.html(markup.responses_table(group, reward_columns(group)))
+    show_computation(group, worked, std_mode, ppo=cfg.get("algo") == "ppo")
+    show_tokens(info, target, group)
+
+
+def show_computation(group: pd.DataFrame, worked: group_math.GroupMath, std_mode: str, ppo: bool) -> None:
+    """The chapter's table for this group, and the check against the logged advantages."""
+    st.markdown("**The advantage computation** — A_i = (r_i − mean) / std")
+    st.caption(f"std_mode = `{std_mode}`: {group_math.STD_FORMULAS.get(std_mode, '')}")
+    table = worked.table.copy()
+    table.insert(0, "i", group["sample_idx"].to_numpy())
+    if ppo:
+        table = table.rename(columns={"A_i (recomputed)": "A_i (GRPO would use)", "A_i (logged)": "A (PPO, logged)",
+                                      "effect": "effect under GRPO"})
+    st.dataframe(table, hide_index=True, column_config={
+        c: st.column_config.NumberColumn(format="%.4f") for c in table.columns if c not in ("i", "effect")})
+    if ppo:
+        st.info("This run is PPO: its advantages come per token from GAE and the value model, not from the group, "
+                "so they are not expected to equal the group's. The table shows what GRPO would use for the "
+                "same rewards; the tokens below show PPO's own per-token advantages.")
+        return
+    check = (f"recomputed with `trainer.objective.group_advantages(rewards, std_mode='{std_mode}')`; "
+             f"max |recomputed − logged| = {worked.max_diff:.1e}")
+    if worked.matches:
+        st.success(f"✅ Recomputed advantages equal the logged ones: {check}")
+    else:
+        st.error(f"❌ Recomputed advantages differ from the logged ones: {check}")
+
+
+def show_tokens(info: RunInfo, target: Target, group: pd.DataFrame) -> None:
+    step, prompt_id, occurrence = target
+    tokens, problems = queries.group_tokens(info.name, step, prompt_id, occurrence)
+    st.markdown("**Tokens**")
+    ui.warn(problems)
+    if tokens.empty:
+        n = (info.config or {}).get("token_detail_groups", 2)
+        st.caption(f"No token detail for this group: the trainer keeps it for the first {n} groups of each step "
+                   "(option token_detail_groups). Browse by step and pick one of the first groups.")
+        return
+    ppo = (info.config or {}).get("algo") == "ppo"
+    modes = ["ratio", "clipped", "kl", "advantage"]
+    mode = st.segmented_control("Colour tokens by", modes, default="advantage" if ppo else "ratio",
+                                key="groups_token_mode", required=True) or "ratio"
+    st.caption(markup.TOKEN_MODES[mode] + ". Hover a token for its figures.")
+    eps = data.clip_bounds(info)[1] - 1.0
+    order = group.sort_values(["advantage", "sample_idx"], ascending=[False, True])
+    lines = []
+    for _, r in order.iterrows():
+        toks = tokens[tokens["sample_idx"] == r["sample_idx"]]
+        kind = markup.adv_class(float(r["advantage"]))
+        lines.append(f'<div style="display:flex;gap:8px;align-items:center"><span style="min-width:9em;'
+                     f'font-family:monospace;background:{markup.BACKGROUND[kind]};'
+                     f'padding:2px 6px;border-radius:4px">i={int(r["sample_idx"])} A={float(r["advantage"]):+.2f}</span>'
+                     f"{markup.tokens_html(toks, mode, eps)}</div>")
+    st.html("".join(lines))
+    with st.expander("Token table"):
+        pick = st.selectbox("Response", order["sample_idx"].tolist(), key="groups_token_resp",
+                            format_func=lambda i: f"i={i}")
+        cols = [c for c in ("position", "token", "logp_new", "logp_old", "logp_ref", "ratio", "kl", "clipped_low",
+                            "clipped_high", "advantage", "value", "return", "token_reward") if c in tokens]
+        st.dataframe(tokens[tokens["sample_idx"] == pick][cols], hide_index=True)
+
+
+def render(info: RunInfo) -> None:
+    mode = st.segmented_control("Find a group", list(FINDERS), format_func=FINDERS.get, default="step",
+                                key="groups_mode", required=True) or "step"
+    current = st.session_state.get("groups_current_prompt")
+    target = find(info.name, mode, current)
+    if target is None:
+        return
+    st.session_state["groups_current_prompt"] = target[1]
+    st.divider()
+    show_group(info, target)

@@ -1,0 +1,88 @@
+"""The Live page's body, run inside `st.fragment(run_every=...)` so only it refreshes."""
+
+from __future__ import annotations
+
+import time
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import charts, data, metrics, series, ui
+
+
+@st.cache_resource(max_entries=512, show_spinner=False)
+def _lines(run: str, version: tuple, panel: tuple[str, ...], x_mode: str, smoothing: float, _df) -> pd.DataFrame:
+    return series.long_frame(_df, list(panel), x_mode, smoothing)
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _heat(run: str, version: tuple, _df) -> pd.DataFrame:
+    return series.histogram_grid(_df)
+
+
+def other_metric_names(run: str) -> list[str]:
+    df = data.scalars(run).df
+    return metrics.other_metrics(list(df.columns)) if not df.empty else []
+
+
+def header(info, frame: data.Frame) -> None:
+    cols = st.columns([1, 2, 1, 1])
+    cols[0].metric("State", ui.state_label(info.state))
+    total = info.total_steps or 1
+    cols[1].progress(min(info.step / total, 1.0), text=f"step {info.step} / {info.total_steps or '?'}")
+    reward = data.latest(frame, "reward/mean")
+    cols[2].metric("Latest reward", "—" if reward is None else f"{reward:.3f}")
+    cols[3].metric("Elapsed", ui.duration(ui.run_duration(info)))
+    if info.error:
+        st.error(f"**Error:** {info.error}")
+
+
+def render(run: str, x_mode: str, smoothing: float, extra: list[str], was_active: bool) -> None:
+    info = data.run(run)
+    if was_active and info.state not in data.ACTIVE_STATES:
+        st.rerun(scope="app")  # the run ended: redraw the page once more, without the timer
+    frame = data.scalars(run)
+    header(info, frame)
+    ui.warn(info.problems + frame.problems)
+    if frame.df.empty:
+        st.info("No step has been logged yet: the trainer writes its first rows after its first step "
+                "(and a warm start first). This view refreshes by itself.")
+        return
+    cols = list(frame.df.columns)
+    panels = metrics.panels(cols)
+    if extra:
+        panels.append(metrics.Panel("More metrics", tuple(m for m in extra if m in cols), "", ""))
+    low, high = data.clip_bounds(info)
+    x_title = series.X_MODES[x_mode]
+    grid = st.columns(2)
+    for i, panel in enumerate(p for p in panels if p.metrics):
+        df = _lines(run, frame.version, panel.metrics, x_mode, smoothing, frame.df)
+        spec = charts.line_chart(df, title=panel.title, help=panel.help, x_title=x_title, y_title=panel.y_title,
+                                 smoothing=smoothing > 0, rules=[low, high] if panel.title.startswith("Ratio") else None,
+                                 log_y=panel.title.startswith("Ratio"))
+        with grid[i % 2]:
+            st.vega_lite_chart(spec=spec, key=f"live_chart_{i}")
+    histogram_section(run, low, high)
+    st.caption(f"Read {frame.new_rows} new rows · {len(frame.df)} steps · updated {time.strftime('%H:%M:%S')}")
+
+
+def histogram_section(run: str, low: float, high: float) -> None:
+    hist = data.histograms(run)
+    st.subheader("Ratio histogram")
+    ui.warn(hist.problems)
+    if hist.df.empty:
+        return
+    left, right = st.columns([3, 2])
+    with left:
+        st.vega_lite_chart(spec=charts.ratio_heatmap(_heat(run, hist.version, hist.df), low, high), key="live_heat")
+    with right:
+        steps = hist.df["step"]
+        step = st.number_input("Step (blank: latest)", min_value=1, value=None, step=1, key="live_hist_step")
+        row = hist.df[steps == step] if step else hist.df.iloc[[-1]]
+        if row.empty:
+            st.caption(f"No histogram for step {step}; showing the latest.")
+            row = hist.df.iloc[[-1]]
+        row = row.iloc[0]
+        st.vega_lite_chart(spec=charts.ratio_bars(series.histogram_bars(row), float(row["clip_low_bound"]),
+                                                   float(row["clip_high_bound"]), int(row["step"])), key="live_bars")
+        st.caption(f"{int(row['tokens'])} tokens; clipped low {int(row['clipped_low'])}, high {int(row['clipped_high'])}.")

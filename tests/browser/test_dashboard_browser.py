@@ -1,0 +1,111 @@
+"""The dashboard in a real browser: launch the demo, watch it learn, open a group, compare, stop."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+from playwright.sync_api import expect
+
+from rundir.reader import read_run
+
+pytestmark = pytest.mark.browser
+CHARTS = "[data-testid=stVegaLiteChart] canvas, [data-testid=stVegaLiteChart] svg"
+RUN_PICKED = "(name => (document.querySelector('input[aria-label=Run]')?.value || '').split(' ')[0] === name)"  # the run selectbox
+
+
+expect.set_options(timeout=60_000)
+
+
+def wait_idle(page, timeout: float = 60_000) -> None:
+    """Until Streamlit has finished running the script (no 'Running...' status)."""
+    page.wait_for_selector("[data-testid=stApp]")
+    page.wait_for_timeout(300)
+    page.wait_for_function("!document.querySelector('[data-testid=stStatusWidget]')", timeout=timeout)
+
+
+def progress_step(page) -> int:
+    text = page.get_by_text(re.compile(r"^step \d+ / \d+$")).first.inner_text()
+    return int(text.split()[1])
+
+
+def test_launch_the_demo_from_the_form_and_watch_live_update(server, page):
+    url, runs = server
+    page.goto(url)
+    wait_idle(page)
+    page.get_by_text("Start a training run").click()
+    page.get_by_label("Steps", exact=True).fill("40")
+    page.get_by_label("Run name", exact=True).fill("e2e-demo")
+    page.get_by_role("button", name="Start training").click()
+    # The new run becomes the selected one on Runs; once its directory exists, open it in Live.
+    page.wait_for_function(f"{RUN_PICKED}('e2e-demo')")
+    live = page.locator("[data-testid=stPageLink] a[href*='live?run=e2e-demo']")
+    live.wait_for(timeout=120_000)  # shown once the run directory exists
+    live.click()
+    page.wait_for_function("location.pathname.endsWith('/live')")  # st.switch_page: same document
+    page.wait_for_function(f"{RUN_PICKED}('e2e-demo')")
+    page.get_by_text(re.compile(r"^step \d+ / 40$")).first.wait_for(timeout=120_000)
+    deadline = time.time() + 120
+    while progress_step(page) < 1 and time.time() < deadline:
+        page.wait_for_timeout(500)
+    first = progress_step(page)
+    assert first >= 1
+    page.wait_for_function(f"document.querySelectorAll('{CHARTS}').length >= 10")
+    while progress_step(page) <= first and time.time() < deadline:  # no reload: the fragment refreshes itself
+        page.wait_for_timeout(500)
+    assert progress_step(page) > first
+
+
+def test_a_group_shows_positive_and_negative_advantages_in_colour(server, page):
+    url, _ = server
+    page.goto(f"{url}/groups?run=alpha")
+    wait_idle(page)
+    page.get_by_text("Most positive", exact=True).click()
+    wait_idle(page)
+    expect(page.get_by_text(re.compile(r"\d+ groups; click a row"))).to_be_visible()  # the finder's table
+    expect(page.get_by_text("Recomputed advantages equal the logged ones")).to_be_visible()
+
+    def rgb(kind):
+        row = page.locator(f"tr[data-adv={kind}]").first
+        expect(row).to_be_visible()
+        return [int(v) for v in re.findall(r"\d+", row.evaluate("e => getComputedStyle(e).backgroundColor"))[:3]]
+
+    green, red = rgb("pos"), rgb("neg")
+    assert green[1] > green[0] and green[1] > green[2]
+    assert red[0] > red[1] and red[0] > red[2]
+
+
+def test_compare_two_runs(server, page):
+    url, _ = server
+    page.goto(f"{url}/compare?runs=alpha,beta")
+    wait_idle(page)
+    page.wait_for_function(f"document.querySelectorAll('{CHARTS}').length >= 4")
+    side = page.locator("[data-testid=stMarkdownContainer]").filter(has_text=re.compile(r"step \d+ · mean"))
+    expect(side).to_have_count(2)  # the same prompt's group, one per run
+    expect(page.locator("table.grpo-responses")).to_have_count(2)
+    names = " ".join(side.all_inner_texts())
+    assert "alpha" in names and "beta" in names
+
+
+def test_stop_a_running_run(server, page):
+    from dashboard import launcher
+
+    url, runs = server
+    name, _ = launcher.launch({"name": "e2e-stop", "max_steps": 5000, "group_size": 2, "prompts_per_step": 2,
+                               "sft_steps": 1, "passes": 1}, runs)
+    deadline = time.time() + 120
+    while read_run(runs, name).state != "running" and time.time() < deadline:
+        time.sleep(0.3)
+    page.goto(url)
+    wait_idle(page)
+    page.get_by_role("combobox", name="Run").click()
+    page.get_by_role("option", name=name, exact=True).click()
+    page.wait_for_function(f"{RUN_PICKED}('{name}')")
+    wait_idle(page)
+    page.get_by_role("button", name=re.compile("Stop")).click()
+    while read_run(runs, name).state != "stopped" and time.time() < deadline:
+        time.sleep(0.3)
+    assert read_run(runs, name).state == "stopped"
+    page.goto(f"{url}/live?run={name}")
+    page.get_by_text(re.compile("stopped")).first.wait_for()

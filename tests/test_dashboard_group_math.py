@@ -1,0 +1,50 @@
+"""The Groups page's worked computation: the chapter's numbers, with the trainer's own function."""
+
+import math
+
+import pytest
+
+from dashboard import group_math, markup
+
+
+def test_the_chapter_example_worked_row_by_row():
+    # rewards 1, 3, 2, 6: mean 3, population std sqrt(3.5) = 1.8708
+    logged = [-1.0690, 0.0, -0.5345, 1.6036]
+    worked = group_math.compute([1.0, 3.0, 2.0, 6.0], logged, "group")
+    t = worked.table
+    assert worked.mean == pytest.approx(3.0) and worked.std == pytest.approx(math.sqrt(3.5))
+    assert t["r_i - mean"].tolist() == pytest.approx([-2.0, 0.0, -1.0, 3.0])
+    assert t["A_i (recomputed)"].tolist() == pytest.approx(logged, abs=1e-4)
+    assert t["effect"].tolist() == ["pushed down: less likely", "no change: at the mean",
+                                    "pushed down: less likely", "pushed up: more likely"]
+    assert worked.max_diff < 1e-4
+
+
+def test_a_mismatch_with_the_logged_advantages_is_caught():
+    worked = group_math.compute([0.0, 1.0], [-1.0, 0.5], "group")
+    assert not worked.matches and worked.max_diff == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("mode, std", [("group", 1.0), ("sample", math.sqrt(2.0)), ("none", 1.0)])
+def test_std_modes_follow_the_config(mode, std):
+    worked = group_math.compute([0.0, 2.0], [0.0, 0.0], mode)
+    assert worked.std == pytest.approx(std)
+    assert worked.table["A_i (recomputed)"].tolist() == pytest.approx([-1.0 / std, 1.0 / std])
+
+
+def test_zero_std_and_unscored_responses_get_no_push():
+    flat = group_math.compute([1.0, 1.0, 1.0], [0.0, 0.0, 0.0])
+    assert flat.zero_std and flat.matches and set(flat.table["effect"]) == {"no change: no spread in the group"}
+    partly = group_math.compute([None, 0.0, 1.0], [0.0, -1.0, 1.0])
+    assert partly.matches and partly.table["effect"][0] == "no change: not scored"
+
+
+def test_responses_table_colours_by_sign_and_escapes_text():
+    import pandas as pd
+
+    group = pd.DataFrame({"sample_idx": [0, 1, 2], "completion": ["<b>7</b>", "", "8"], "reward": [1.0, 0.0, 0.5],
+                          "advantage": [1.2, -1.2, 0.0], "rewards/correctness": [1.0, 0.0, 0.5],
+                          "length": [2, 1, 2], "truncated": [False, True, False]})
+    out = markup.responses_table(group, ["rewards/correctness"])
+    assert out.index('data-adv="pos"') < out.index('data-adv="zero"') < out.index('data-adv="neg"')
+    assert "<b>7</b>" not in out and "&lt;b&gt;7&lt;/b&gt;" in out and "∅" in out and "✂" in out

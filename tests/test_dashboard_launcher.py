@@ -1,0 +1,98 @@
+"""Launching, stopping and resuming the real trainer from the dashboard's launcher."""
+
+import os
+import signal
+import time
+
+import pytest
+
+from dashboard import launcher
+from rundir.layout import write_json_atomic
+from rundir.reader import read_run
+
+SMALL = {"group_size": 2, "prompts_per_step": 2, "sft_steps": 1, "passes": 1, "max_new_tokens": 2,
+         "token_detail_groups": 0, "flush_seconds": 0.2}
+
+
+def wait_for(predicate, timeout=90.0, what="condition"):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.mark.parametrize("values, message", [
+    ({"group_size": 1}, "group_size: must be >= 2"),
+    ({"name": "../escape"}, "name: must be"),
+    ({"epsilon": -1}, "epsilon: must be > 0"),
+    ({"rewards": "correctness=high"}, "rewards: "),
+    ({"rewards": "no_such_reward=1"}, "unknown reward 'no_such_reward'"),
+    ({"algo": "dqn"}, "algo: must be one of"),
+    ({"max_steps": "ten"}, "max_steps: must be int"),
+])
+def test_bad_form_values_are_refused_before_anything_starts(tmp_path, values, message):
+    with pytest.raises(launcher.LaunchError, match=message):
+        launcher.launch({"name": "x", **values}, tmp_path)
+    assert not (tmp_path / launcher.LAUNCH_DIR).exists() and not (tmp_path / "x").exists()
+
+
+def test_a_taken_name_is_refused_and_free_name_skips_it(tmp_path):
+    (tmp_path / "demo").mkdir()
+    with pytest.raises(launcher.LaunchError, match="already exists"):
+        launcher.validate({"name": "demo"}, tmp_path)
+    assert launcher.free_name(tmp_path, "demo") == "demo-2"
+
+
+def test_form_text_travels_as_one_argument_never_through_a_shell(tmp_path):
+    argv = launcher.validate({"name": "safe", "model": "tiny; touch /tmp/pwned $(id)"}, tmp_path)
+    assert argv[argv.index("--model") + 1] == "tiny; touch /tmp/pwned $(id)"
+    assert argv[argv.index("--name") + 1] == "safe"
+
+
+def test_stop_refuses_a_process_that_is_not_the_runs_trainer(tmp_path):
+    write_json_atomic(tmp_path / "fake" / "status.json", {"state": "running", "pid": os.getpid(), "step": 1})
+    with pytest.raises(launcher.LaunchError, match="not the trainer"):
+        launcher.stop(tmp_path, "fake")
+    with pytest.raises(ValueError):
+        launcher.stop(tmp_path, "../fake")
+
+
+def test_a_launch_that_dies_before_its_run_exists_shows_its_output(tmp_path):
+    name, pid = launcher.launch({**SMALL, "name": "doomed", "rewards": "no_such_module:fn=1"}, tmp_path)
+    wait_for(lambda: not launcher.is_trainer_of(pid, name), what="the trainer to exit")
+    failed = wait_for(lambda: [p for p in launcher.pending(tmp_path) if p.name == name and not p.alive],
+                      what="the failed launch")[0]
+    assert "error: rewards" in failed.log and not (tmp_path / name).exists()
+    launcher.dismiss(tmp_path, name)
+    assert launcher.pending(tmp_path) == []
+
+
+def test_launch_detached_then_stop_then_resume(tmp_path):
+    name, pid = launcher.launch({**SMALL, "name": "lr", "max_steps": 5000}, tmp_path)
+    assert os.getsid(pid) == pid  # its own session: a dashboard restart does not take it down
+    wait_for(lambda: read_run(tmp_path, name).step >= 2, what="two steps")
+    assert read_run(tmp_path, name).state == "running"
+    launcher.stop(tmp_path, name)
+    stopped = wait_for(lambda: (r := read_run(tmp_path, name)).state == "stopped" and r, what="stopped")
+    with pytest.raises(launcher.LaunchError, match="nothing to stop"):
+        launcher.stop(tmp_path, name)
+    with pytest.raises(launcher.LaunchError, match="already exists"):
+        launcher.launch({**SMALL, "name": name}, tmp_path)
+
+    wait_for(lambda: not launcher.is_trainer_of(pid, name), what="the stopped trainer to exit")
+    new_pid = launcher.resume(tmp_path, name)
+    assert new_pid != pid
+    resumed = wait_for(lambda: (r := read_run(tmp_path, name)).state == "running" and r.step > stopped.step and r,
+                       what="the resumed run to pass its old step")
+    with pytest.raises(launcher.LaunchError, match="only a stopped or failed"):
+        launcher.resume(tmp_path, name)
+    assert "--resume" in launcher.launch_log(tmp_path, name) and resumed.step > 0
+
+    os.kill(new_pid, signal.SIGKILL)  # killed outright: no chance to write its own status
+    killed = wait_for(lambda: (r := read_run(tmp_path, name)).state == "failed" and r, what="failed")
+    assert "ended without reporting" in killed.error
+    with pytest.raises(launcher.LaunchError, match="nothing to stop"):
+        launcher.stop(tmp_path, name)

@@ -1,0 +1,264 @@
+"""Each training page under Streamlit's AppTest, on runs made by the real trainer, and on damaged
+copies of them: the page shows what it can, says what is wrong, and never shows a traceback."""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from rundir.layout import RunPaths, part_name, visible_parts, write_json_atomic
+
+ROOT = Path(__file__).resolve().parent.parent
+APP = str(ROOT / "dashboard" / "app.py")
+FLAGS = ["--prompts-per-step", "4", "--sft-steps", "5", "--group-size", "4"]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """alpha and beta from the trainer (in parallel), then damaged and PPO-shaped copies of alpha."""
+    root = tmp_path_factory.mktemp("runs")
+    procs = [subprocess.Popen([sys.executable, "-m", "trainer", "--runs-dir", str(root), "--name", name, *FLAGS, *extra],
+                              cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+             for name, extra in (("alpha", ["--max-steps", "8"]),
+                                 ("beta", ["--max-steps", "6", "--beta", "0", "--seed", "1", "--epsilon", "0.3"]))]
+    for p in procs:
+        assert p.wait(timeout=300) == 0, p.stderr.read().decode()[-2000:]
+    alpha = root / "alpha"
+
+    (root / "empty").mkdir()
+    half = root / "half"
+    half.mkdir()
+    shutil.copy(alpha / "config.json", half / "config.json")
+    write_json_atomic(half / "status.json", {"state": "starting", "pid": 2 ** 22 + 4321, "step": 0, "total_steps": 8,
+                                             "started_at": 1.7e9, "name": "half"})
+
+    corrupt = root / "corrupt"
+    shutil.copytree(alpha, corrupt, ignore=shutil.ignore_patterns("checkpoints"))
+    for table in ("scalars", "samples", "histograms", "tokens"):
+        (RunPaths(corrupt).table(table) / part_name(90, 91)).write_bytes(b"PAR1 not really parquet")
+    hist = visible_parts(RunPaths(corrupt).table("histograms"))[0]
+    hist.write_bytes(hist.read_bytes()[: hist.stat().st_size // 2])  # truncated mid-file
+
+    weird = root / "weird"  # hand-edited files: every value of the wrong type
+    shutil.copytree(alpha, weird, ignore=shutil.ignore_patterns("checkpoints"))
+    write_json_atomic(weird / "status.json", {"state": 5, "step": "x", "total_steps": None, "pid": "abc",
+                                              "started_at": "yesterday", "error": ["odd"]})
+    write_json_atomic(weird / "config.json", {**json.loads((alpha / "config.json").read_text()),
+                                              "epsilon": "wide", "std_mode": 3, "token_detail_groups": "two"})
+
+    notables = root / "notables"
+    shutil.copytree(alpha, notables, ignore=shutil.ignore_patterns("checkpoints", "tables"))
+
+    ppo = root / "ppo"
+    shutil.copytree(alpha, ppo, ignore=shutil.ignore_patterns("checkpoints"))
+    config = json.loads((ppo / "config.json").read_text())
+    write_json_atomic(ppo / "config.json", {**config, "algo": "ppo", "name": "ppo"})
+    part = visible_parts(RunPaths(ppo).table("tokens"))[0]
+    tokens = pq.read_table(part)
+    per_token = [0.5 - 0.25 * p for p in tokens.column("position").to_pylist()]  # GAE-like: varies along the text
+    pq.write_table(tokens.set_column(tokens.schema.get_field_index("advantage"), "advantage", pa.array(per_token)), part)
+    return root
+
+
+@pytest.fixture
+def app(runs, monkeypatch):
+    monkeypatch.setenv("GRPO_LAB_RUNS_DIR", str(runs))
+
+    def open_page(page, run=None, **state):
+        at = AppTest.from_file(APP, default_timeout=60)
+        at.run()
+        if run:
+            at.session_state["run"] = run
+        for k, v in state.items():
+            at.session_state[k] = v
+        at.switch_page(f"app_pages/{page}.py")
+        at.run()
+        assert not at.exception, [e.message for e in at.exception]
+        return at
+    return open_page
+
+
+def texts(elements):
+    return " ".join(str(e.value) for e in elements)
+
+
+def html_bodies(at):
+    return " ".join(e.proto.body for e in at.get("html"))
+
+
+def charts(at):
+    return at.get("vega_lite_chart")
+
+
+# --- Runs ---------------------------------------------------------------------------------------
+
+
+def test_runs_lists_every_run_with_state_and_progress(app):
+    at = app("runs")
+    df = at.dataframe[0].value
+    assert set(df["name"]) == {"alpha", "beta", "empty", "half", "corrupt", "notables", "ppo", "weird"}
+    alpha = df[df["name"] == "alpha"].iloc[0]
+    assert "finished" in alpha["state"] and alpha["progress"] == 1.0 and alpha["step"] == "8 / 8"
+    assert "failed" in df[df["name"] == "half"].iloc[0]["state"]  # 'starting' but its process is gone
+    assert not at.error or all("Error" in e.value for e in at.error)
+
+
+def test_runs_filters_by_name_and_shows_log_and_error(app):
+    at = app("runs")
+    at.text_input(key="runs_filter").set_value("alp").run()
+    assert at.dataframe[0].value["name"].tolist() == ["alpha"]
+    assert "finished at step 8" in texts(at.code)
+    at.text_input(key="runs_filter").set_value("half").run()
+    assert "ended without reporting" in texts(at.error)
+
+
+def test_first_visit_with_no_runs_offers_the_demo_in_one_click(tmp_path, monkeypatch):
+    from dashboard import launcher
+
+    started = []
+    monkeypatch.setenv("GRPO_LAB_RUNS_DIR", str(tmp_path))
+    monkeypatch.setattr(launcher, "launch", lambda values, runs_dir: started.append((values, runs_dir)) or ("demo", 1))
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    at.button(key="launch_demo").click().run()
+    assert started == [({"name": "demo"}, tmp_path.resolve())]
+
+
+def test_the_launch_form_validates_before_starting(app, monkeypatch):
+    from dashboard import launcher
+
+    monkeypatch.setattr(launcher, "_start", lambda *a: pytest.fail("nothing may start on bad input"))
+    at = app("runs")
+    at.number_input(key="launch_group_size").set_value(1)
+    at.button[[b.label for b in at.button].index("Start training")].click().run()
+    assert "group_size: must be >= 2" in texts(at.error)
+    at.text_input(key="launch_name").set_value("alpha")
+    at.number_input(key="launch_group_size").set_value(8)
+    at.button[[b.label for b in at.button].index("Start training")].click().run()
+    assert "already exists" in texts(at.error)
+
+
+# --- Live ---------------------------------------------------------------------------------------
+
+
+def test_live_draws_every_panel_and_the_ratio_histogram(app):
+    at = app("live", "alpha")
+    titles = [json.loads(c.proto.spec).get("title") for c in charts(at)]
+    names = [t["text"] if isinstance(t, dict) else t for t in titles]
+    for expected in ("Reward", "Advantage spread", "KL to reference", "Clip fraction", "Ratio pi_theta / pi_old",
+                     "Entropy", "Losses", "Gradient norm", "Completion length", "Throughput",
+                     "Ratio histogram over steps", "Ratio histogram at step 8"):
+        assert expected in names
+    assert not at.warning and not at.error
+    at.segmented_control(key="live_x").set_value("wall").run()
+    at.slider(key="live_smoothing").set_value(0.0).run()
+    assert not at.exception and len(charts(at)) == len(titles)
+
+
+def test_live_ratio_panel_marks_the_clip_bounds(app):
+    at = app("live", "beta")  # epsilon 0.3
+    spec = next(json.loads(c.proto.spec) for c in charts(at)
+                if json.loads(c.proto.spec).get("title", {}).get("text") == "Ratio pi_theta / pi_old")
+    assert [layer["data"]["values"][0]["y"] for layer in spec["layer"] if "data" in layer] == pytest.approx([0.7, 1.3])
+
+
+@pytest.mark.parametrize("run, expected", [
+    ("empty", "status.json is missing"),
+    ("half", "No step has been logged yet"),
+    ("corrupt", "could not be read"),
+    ("notables", "is missing"),
+])
+def test_live_on_damaged_runs_warns_instead_of_failing(app, run, expected):
+    at = app("live", run)
+    shown = texts(at.warning) + texts(at.info) + texts(at.error)
+    assert expected in shown
+    assert "hit a problem" not in shown
+
+
+def test_live_on_a_hand_edited_run_with_values_of_the_wrong_type(app):
+    at = app("live", "weird")
+    assert len(charts(at)) >= 12 and "hit a problem" not in texts(at.error)
+
+
+def test_live_on_a_corrupt_run_still_draws_what_it_can(app):
+    at = app("live", "corrupt")
+    assert len(charts(at)) >= 12 and "scalars/part-00000090-00000091.parquet" in texts(at.warning)
+
+
+# --- Groups -------------------------------------------------------------------------------------
+
+
+def test_groups_shows_a_group_its_computation_and_the_check(app):
+    at = app("groups", "alpha", groups_mode="positive")
+    body = html_bodies(at)
+    assert 'data-adv="pos"' in body and 'data-adv="neg"' in body
+    assert "Recomputed advantages equal the logged ones" in texts(at.success)
+    table = next(d.value for d in at.dataframe if "r_i" in d.value.columns)
+    assert list(table.columns) == ["i", "r_i", "mean", "std", "r_i - mean", "A_i (recomputed)", "A_i (logged)", "effect"]
+
+
+def test_groups_browse_by_step_with_tokens(app):
+    at = app("groups", "alpha")
+    at.number_input(key="groups_step").set_value(3).run()
+    assert "Step 3" in texts(at.subheader)
+    body = html_bodies(at)
+    assert "grpo-tokens" in body or "No token detail" in texts(at.caption)
+    for mode in ("clipped", "kl"):
+        at.segmented_control(key="groups_token_mode").set_value(mode).run()
+        assert not at.exception
+
+
+def test_groups_filters_search_and_same_prompt(app, runs):
+    at = app("groups", "alpha", groups_mode="search")
+    at.text_input(key="groups_search").set_value("no such text").run()
+    assert "No completion contains" in texts(at.caption)
+    samples = pq.read_table(visible_parts(RunPaths(runs / "alpha").table("samples"))[0]).to_pandas()
+    word = next(c for c in samples["completion"] if c.strip())
+    at.text_input(key="groups_search").set_value(word.upper()).run()
+    hits = at.dataframe[0].value
+    assert len(hits) and hits["completion"].str.contains(word, case=False, regex=False).all()
+    assert "Recomputed advantages equal" in texts(at.success)  # the first hit's group is opened
+    for mode in ("no_signal", "negative", "prompt"):
+        at.segmented_control(key="groups_mode").set_value(mode).run()
+        assert not at.exception and not at.error
+
+
+def test_groups_colours_ppo_tokens_by_their_own_advantage(app):
+    at = app("groups", "ppo")
+    at.number_input(key="groups_step").set_value(1).run()
+    assert "This run is PPO" in texts(at.info) and not at.success  # no GRPO check on PPO advantages
+    if "grpo-tokens" in html_bodies(at):
+        assert at.segmented_control(key="groups_token_mode").value == "advantage"
+        assert "rgba(26,152,80" in html_bodies(at) and "rgba(215,48,39" in html_bodies(at)
+
+
+@pytest.mark.parametrize("run", ["empty", "half", "corrupt", "notables", "weird"])
+def test_groups_on_damaged_runs(app, run):
+    at = app("groups", run)
+    assert "hit a problem" not in texts(at.error)
+
+
+# --- Compare ------------------------------------------------------------------------------------
+
+
+def test_compare_overlays_runs_and_diffs_only_differing_options(app):
+    at = app("compare", "alpha", cmp_runs=["alpha", "beta"])
+    assert len(charts(at)) == 4
+    spec = json.loads(charts(at)[0].proto.spec)
+    assert spec["encoding"]["color"]["scale"]["domain"] == ["alpha", "beta"]  # one colour per run, every chart
+    summary = at.dataframe[0].value
+    assert summary["run"].tolist() == ["alpha", "beta"] and summary["best reward"].notna().all()
+    diff = at.dataframe[1].value
+    assert set(diff["option"]) == {"beta", "epsilon", "max_steps", "seed"}
+    assert html_bodies(at).count("grpo-responses") == 2
+
+
+def test_compare_with_a_damaged_run(app):
+    at = app("compare", "alpha", cmp_runs=["alpha", "corrupt", "empty"])
+    assert "could not be read" in texts(at.warning)
+    assert "hit a problem" not in texts(at.error)

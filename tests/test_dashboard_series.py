@@ -1,0 +1,70 @@
+"""The numbers behind the charts: EMA smoothing, min/max downsampling, histogram cells."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dashboard import charts, metrics, series
+
+
+def test_ema_is_debiased_and_zero_weight_is_raw():
+    x = np.array([1.0, 2.0, 3.0])
+    assert series.ema(x, 0.0).tolist() == [1.0, 2.0, 3.0]
+    # weight 0.5: s1 = 1; s2 = (0.5*1 + 2) / 1.5; no pull towards 0 at the start.
+    assert series.ema(x, 0.5)[:2] == pytest.approx([1.0, (0.5 + 2) / 1.5])
+
+
+def test_ema_keeps_nan_gaps_without_poisoning_later_points():
+    out = series.ema(np.array([1.0, np.nan, 1.0]), 0.9)
+    assert np.isnan(out[1]) and out[0] == 1.0 and out[2] == pytest.approx(1.0)
+
+
+def test_downsampling_caps_points_and_keeps_every_spike():
+    rng = np.random.default_rng(0)
+    values = rng.normal(size=100_000)
+    values[12_345], values[77_777] = 50.0, -50.0
+    idx = series.minmax_indices(values, 2000)
+    assert len(idx) <= 2000 and idx[0] == 0 and idx[-1] == len(values) - 1
+    assert 12_345 in idx and 77_777 in idx and np.all(np.diff(idx) > 0)
+    assert series.minmax_indices(values[:10], 2000).tolist() == list(range(10))
+
+
+def test_long_frame_downsamples_each_series_and_skips_missing_metrics():
+    steps = np.arange(1, 10_001)
+    df = pd.DataFrame({"step": steps, "time": 1e9 + steps * 2.0, "wall_s": steps * 2.0 - 1.0,
+                       "reward/mean": np.sin(steps / 100), "kl/mean": np.full(len(steps), np.nan)})
+    out = series.long_frame(df, ["reward/mean", "kl/mean", "absent"], "step", 0.9)
+    assert set(out["series"]) == {"reward/mean"} and len(out) <= series.MAX_POINTS
+    assert out["raw"].max() == pytest.approx(df["reward/mean"].max())
+    wall = series.long_frame(df, ["reward/mean"], "wall")
+    # minutes since training started: the first step ended wall_s = 1 s after the start
+    assert wall["x"].iloc[0] == pytest.approx(1 / 60) and wall["x"].iloc[-1] == pytest.approx(19_999 / 60)
+
+
+def test_histogram_grid_merges_steps_and_each_column_sums_to_one():
+    edges = np.linspace(0.5, 1.5, 41).tolist()
+    hist = pd.DataFrame({"step": range(1, 1001), "edges": [edges] * 1000,
+                         "counts": [[1] * 40] * 1000})
+    cells = series.histogram_grid(hist, max_columns=100)
+    assert len(cells) == 100 * 40
+    assert cells.groupby("step_lo")["share"].sum().to_numpy() == pytest.approx(np.ones(100))
+    assert series.histogram_grid(pd.DataFrame()).empty
+
+
+def test_line_chart_spec_has_zoom_legend_toggle_and_clip_rules():
+    df = pd.DataFrame({"x": [1.0, 2.0], "series": ["a", "a"], "raw": [1.0, 2.0], "smooth": [1.0, 1.5]})
+    spec = charts.line_chart(df, title="t", x_title="step", rules=[0.8, 1.2])
+    params = [p for layer in spec["layer"] for p in layer.get("params", [])]
+    assert {p["bind"] for p in params} == {"legend", "scales"}
+    assert [layer["data"]["values"][0]["y"] for layer in spec["layer"] if "data" in layer] == [0.8, 1.2]
+    assert spec["datasets"]["lines"] is df
+
+
+def test_panels_cover_the_documented_metrics_and_ppo_extras():
+    cols = ["step", "time", "wall_s", "reward/mean", "rewards/format/mean", "rewards/correctness/mean", "kl/mean",
+            "clip/low", "clip/high", "ratio/min", "ratio/mean", "ratio/max", "value/loss", "lr"]
+    panels = {p.title: p.metrics for p in metrics.panels(cols)}
+    assert panels["Reward"] == ("reward/mean", "rewards/correctness/mean", "rewards/format/mean")
+    assert panels["Losses"] == ("value/loss",)
+    assert "Entropy" not in panels
+    assert metrics.other_metrics(cols) == ["lr"]
