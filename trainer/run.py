@@ -25,8 +25,10 @@ from rundir.writer import RunWriter
 from trainer import checkpoint
 from trainer.config import Config, ConfigError
 from trainer.models import load_policy, pick_device
-from trainer.setup import Components, build_rewards, build_task, frozen_copy, make_optimizer
+from trainer.evaluate import due as eval_due, evaluate
+from trainer.setup import Components, build_rewards, build_tasks, frozen_copy, make_optimizer
 from trainer.sft import warm_start
+from trainer.tasks import render
 
 
 class StopRequested:
@@ -93,10 +95,14 @@ def prepare(cfg: Config) -> tuple[Components, RunPaths, StatusFile, int]:
     """Refusable checks first, then the run directory. Returns (components, paths, status, first step)."""
     paths = check_run_dir(cfg)
     reward_fns = build_rewards(cfg)
-    task = build_task(cfg)
+    task, eval_task = build_tasks(cfg)  # every row checked: bad data stops here
     device = pick_device(cfg.device)
     seed_everything(cfg.seed)
-    policy, tokenizer, builtin = load_policy(cfg.model, cfg.seed, device)
+    policy, tokenizer, builtin = load_policy(cfg.model, cfg.seed, device, cfg.dtype, cfg.gradient_checkpointing,
+                                             cfg.lora_r, cfg.lora_alpha, cfg.lora_target_modules)
+    # prompts as the model sees them: system prompt and chat template
+    task = render(task, tokenizer, cfg.chat_template, cfg.system_prompt)
+    eval_task = render(eval_task, tokenizer, cfg.chat_template, cfg.system_prompt) if eval_task else None
 
     # --- from here on the run directory exists ---
     paths.root.mkdir(parents=True, exist_ok=True)
@@ -124,12 +130,12 @@ def prepare(cfg: Config) -> tuple[Components, RunPaths, StatusFile, int]:
     optimizer = make_optimizer(cfg, params)
     writer = RunWriter(paths, cfg.logging, cfg.flush_seconds, cfg.compact_every)
     comps = Components(cfg, device, policy, tokenizer, reference, optimizer, task, reward_fns, writer, log, builtin,
-                       value_model)
+                       value_model, eval_task)
 
     first_step = 1
     if cfg.resume:
         latest = checkpoint.latest(paths.checkpoints)
-        done = checkpoint.load(latest, {"model": policy}, optimizer) if latest else 0
+        done = checkpoint.load(latest, comps.models(), optimizer) if latest else 0
         if not latest:
             seed_everything(cfg.seed)
         writer.truncate_after(done)
@@ -159,6 +165,8 @@ def train(cfg: Config) -> int:
         bar = tqdm(total=cfg.max_steps, initial=step, desc=cfg.name, mininterval=1.0, dynamic_ncols=True)
         for step in range(first_step, cfg.max_steps + 1):
             metrics = step_fn(comps, step)
+            if comps.eval_task is not None and eval_due(step, cfg.eval_every, cfg.max_steps):
+                metrics.update(evaluate(comps))
             writer.log("scalars", {"step": [step], "time": [time.time()], "wall_s": [time.time() - start],
                                    **{k: [float(v)] for k, v in metrics.items()}})
             writer.maybe_flush()

@@ -12,7 +12,11 @@ import torch
 import rewards
 from rundir.writer import RunWriter
 from trainer.config import BUILTIN_TASKS, Config, ConfigError
-from trainer.tasks import Task, arithmetic
+from trainer.data import is_data_file, load_task_rows
+from trainer.tasks import Task, arithmetic, word_problems
+
+# Rewards that read a dataset column, and the column they read unless reward_params say otherwise.
+READS_COLUMN = {"correctness": "answer", "code_tests": "tests"}
 
 
 @dataclass
@@ -29,6 +33,7 @@ class Components:
     log: logging.Logger
     builtin_model: bool
     value_model: torch.nn.Module | None = None  # PPO only
+    eval_task: Task | None = None  # held-out prompts (eval_every > 0)
 
     def models(self) -> dict[str, torch.nn.Module]:
         """The trained models, by checkpoint file name."""
@@ -49,9 +54,36 @@ def build_rewards(cfg: Config) -> dict[str, tuple[Callable, float]]:
 
 
 def build_task(cfg: Config) -> Task:
+    """The training prompts (without the held-out ones)."""
+    return build_tasks(cfg)[0]
+
+
+def build_tasks(cfg: Config) -> tuple[Task, Task | None]:
+    """(training task, held-out task or None); every row checked, so bad data fails here, before the run dir."""
     if cfg.task in BUILTIN_TASKS:
-        return arithmetic(cfg.task_max_operand)
-    raise ConfigError(f"task: unknown task {cfg.task!r}; allowed: {', '.join(BUILTIN_TASKS)}")
+        if cfg.columns:
+            raise ConfigError(f"columns: built-in task {cfg.task!r} has fixed columns; columns is for datasets")
+        task = (arithmetic if cfg.task == "arithmetic" else word_problems)(cfg.task_max_operand)
+    else:
+        task = Task(cfg.task, load_task_rows(cfg.task, cfg.columns, cfg.dataset_config, cfg.dataset_split))
+    held_out = None
+    if cfg.eval_split:
+        if is_data_file(cfg.eval_split):
+            rows = load_task_rows(cfg.eval_split, cfg.columns, option="eval_split")
+        elif cfg.task in BUILTIN_TASKS or is_data_file(cfg.task):
+            raise ConfigError(f"eval_split: {cfg.task!r} has no named splits; give a prompt file or use eval_fraction")
+        else:
+            rows = load_task_rows(cfg.task, cfg.columns, cfg.dataset_config, cfg.eval_split, option="eval_split")
+        held_out = Task(f"{task.name} [{cfg.eval_split}]", rows, system=task.system)
+    elif cfg.eval_fraction:
+        task, held_out = task.split(cfg.eval_fraction, cfg.seed)
+    for option, t in (("task", task), ("eval_split", held_out)):
+        for name in cfg.rewards:
+            column = cfg.reward_params.get(name, {}).get("column", READS_COLUMN.get(name))
+            if t is not None and column and not any(column in row for row in t.rows):
+                raise ConfigError(f"{option}: {t.name} has no {column!r} column, which the {name} reward reads; "
+                                  f"map one with --columns {column}=NAME")
+    return task, held_out
 
 
 def frozen_copy(model: torch.nn.Module) -> torch.nn.Module:

@@ -54,7 +54,7 @@ def trainer(runs: Path, name: str, *extra: str) -> subprocess.Popen:
 def server(tmp_path_factory):
     """(base url, runs folder) of a dashboard serving two finished runs, alpha and beta."""
     if not os.path.exists(CHROMIUM):
-        pytest.skip("Debian's chromium is not installed (make system-deps)")
+        pytest.fail("Debian's chromium is not installed: run make system-deps")
     runs = tmp_path_factory.mktemp("browser-runs")
     made = [trainer(runs, "alpha", "--max-steps", "12"), trainer(runs, "beta", "--max-steps", "8", "--beta", "0")]
     port = free_port()

@@ -50,7 +50,7 @@ def _free_port() -> int:
 def server(tmp_path_factory):
     """A streamlit server over a runs folder holding one real (two-step) GRPO run."""
     if not Path(CHROMIUM).exists():
-        pytest.skip(f"{CHROMIUM} not installed (make system-deps)")
+        pytest.fail(f"{CHROMIUM} not installed: run make system-deps")
     runs = tmp_path_factory.mktemp("runs")
     cfg = runs.parent / "concepts-browser-fixture.yaml"
     cfg.write_text(FIXTURE_CONFIG)
@@ -90,7 +90,7 @@ def server(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser():
-    sync_api = pytest.importorskip("playwright.sync_api")
+    from playwright import sync_api
     with sync_api.sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         yield b
@@ -191,9 +191,7 @@ def test_quiz_renders_and_answers(server, page):
 def test_language_switch_shows_chinese(server, page):
     def check():
         _open(page, f"{server}/group-advantage")
-        switch = page.get_by_text("Language / 语言", exact=True)
-        if switch.count() == 0:
-            pytest.skip("dashboard/app.py does not call dashboard.i18n.language_switch() yet")
+        page.get_by_text("Language / 语言", exact=True).wait_for(timeout=30_000)
         _click_until(page, page.get_by_text("中文", exact=True), page.get_by_role("heading", name="组内优势"))
         _chart_and_no_exception(page)
 
