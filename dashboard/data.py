@@ -7,21 +7,20 @@ raises on a damaged run; problems come back as lines to show as warnings.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
+from rundir.layout import default_runs_dir
 from rundir.reader import RunInfo, TableReader, list_runs, read_run, run_path
 
 ACTIVE_STATES = ("starting", "running")
-RUNS_DIR_ENV = "GRPO_LAB_RUNS_DIR"  # the trainer's rule (trainer.config.default_runs_dir), without torch
 
 
 def runs_dir() -> Path:
-    return Path(os.environ.get(RUNS_DIR_ENV) or "runs").resolve()
+    return Path(default_runs_dir()).resolve()
 
 
 @st.cache_data(ttl=1.0, show_spinner=False, max_entries=8)

@@ -11,8 +11,20 @@ from pathlib import Path
 from typing import Any
 
 SCHEMA_VERSION = 1
+RUNS_DIR_ENV = "GRPO_LAB_RUNS_DIR"
+# A run name is one folder name: no separators, no "..", so it cannot lead outside the runs root.
+RUN_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 TABLES = ("scalars", "samples", "histograms", "tokens")
 PART_RE = re.compile(r"^part-(\d{8})-(\d{8})(?:-[a-z0-9]+)?\.parquet$")
+
+
+def valid_run_name(name: Any) -> bool:
+    return isinstance(name, str) and bool(RUN_NAME_PATTERN.match(name)) and ".." not in name
+
+
+def default_runs_dir() -> str:
+    """--runs-dir when not given: $GRPO_LAB_RUNS_DIR, else ./runs."""
+    return os.environ.get(RUNS_DIR_ENV) or "runs"
 
 
 @dataclass(frozen=True)

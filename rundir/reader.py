@@ -17,20 +17,15 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rundir.layout import TABLES, RunPaths, read_json, visible_parts
+from rundir.layout import TABLES, RunPaths, read_json, valid_run_name, visible_parts
 from rundir.status import read_status
-
-# Same rule as trainer.config.RUN_NAME_PATTERN (a test keeps them equal); kept here so that
-# reading a run directory needs neither torch nor the trainer.
-RUN_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
-
 
 class RunNameError(ValueError):
     """A run name that is not allowed, or that would lead outside the runs folder."""
 
 
 def check_name(name: Any) -> str:
-    if not isinstance(name, str) or not RUN_NAME_PATTERN.match(name) or ".." in name:
+    if not valid_run_name(name):
         raise RunNameError(f"run name {name!r}: use 1-100 letters, digits, '.', '_', '-' "
                            "(starting with a letter or digit, no '..')")
     return name
@@ -129,7 +124,7 @@ def list_runs(runs_dir: str | Path) -> list[RunInfo]:
         return []
     runs = []
     for entry in entries:
-        if not RUN_NAME_PATTERN.match(entry.name) or ".." in entry.name:
+        if not valid_run_name(entry.name):
             continue
         try:
             if entry.is_dir():

@@ -7,7 +7,7 @@ import pyarrow as pa
 import pytest
 
 from rundir.layout import RunPaths, part_name, write_json_atomic
-from rundir.reader import (RUN_NAME_PATTERN, RunNameError, TableReader, list_runs, read_run, run_path,
+from rundir.reader import (RunNameError, TableReader, list_runs, read_run, run_path,
                            tail)
 from rundir.writer import TableWriter
 
@@ -22,12 +22,6 @@ def write_part(folder, first, last):
     w = TableWriter(folder, compact_every=1000)
     w.append(scalars(first, last))
     w.flush()
-
-
-def test_name_rule_matches_the_trainers():
-    from trainer.config import RUN_NAME_PATTERN as TRAINER_PATTERN
-
-    assert RUN_NAME_PATTERN.pattern == TRAINER_PATTERN.pattern
 
 
 @pytest.mark.parametrize("name", ["../x", "..", "a/b", "/etc", "", ".hidden", "a..b", "x" * 101, None, "a b"])

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
 import re
 import time
 from dataclasses import dataclass, field
@@ -18,10 +17,9 @@ from typing import Any, get_type_hints
 
 import yaml
 
+from rundir.layout import RUNS_DIR_ENV, default_runs_dir, valid_run_name
 from trainer.objective import KL_ESTIMATORS, LOSS_AGGREGATIONS, STD_MODES
 
-RUNS_DIR_ENV = "GRPO_LAB_RUNS_DIR"
-RUN_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 BUILTIN_MODELS = ("tiny",)
 BUILTIN_TASKS = ("arithmetic", "word_problems")
 DATA_FIELDS = ("prompt", "answer", "tests", "system", "id")  # the `columns` mapping's meaningful keys
@@ -114,7 +112,7 @@ class Config:
             if not ok:
                 raise ConfigError(f"{name}: {allowed}, got {getattr(self, name)!r}")
 
-        need(bool(RUN_NAME_PATTERN.match(self.name)) and ".." not in self.name, "name",
+        need(valid_run_name(self.name), "name",
              "must be 1-100 of letters, digits, '.', '_', '-', start with a letter or digit, no '/' or '..'")
         need(self.max_steps >= 1, "max_steps", "must be >= 1")
         need(self.device == "auto" or re.fullmatch(r"cpu|cuda(:\d+)?|mps", self.device) is not None,
@@ -170,10 +168,6 @@ class Config:
         return dataclasses.asdict(self)
 
 
-def default_runs_dir() -> str:
-    return os.environ.get(RUNS_DIR_ENV) or "runs"
-
-
 def _parse_mapping(field_name: str, text: str) -> dict[str, Any]:
     """'correctness=1,length=0.1' or 'correctness' -> {'correctness': 1.0, ...};
     for name mappings (TEXT_MAPPINGS) 'prompt=question' -> {'prompt': 'question'}."""
@@ -216,6 +210,8 @@ def _coerce(name: str, hint: Any, value: Any) -> Any:
                 raise ValueError
             return dict(value)
         return str(value)
+    except ConfigError:
+        raise  # already names the field and what is wrong
     except (TypeError, ValueError):
         kind = "true or false" if "bool" in hint_s else hint_s.replace("<class '", "").replace("'>", "")
         raise ConfigError(f"{name}: must be {kind}, got {value!r}") from None
@@ -284,7 +280,7 @@ def saved_config(values: dict[str, Any]) -> dict[str, Any]:
     if not name:
         raise ConfigError("name: --resume needs the --name of the run to continue")
     path = Path(values.get("runs_dir") or default_runs_dir()) / str(name) / "config.json"
-    if not RUN_NAME_PATTERN.match(str(name)) or ".." in str(name) or not path.is_file():
+    if not valid_run_name(str(name)) or not path.is_file():
         return {}  # validation or the run-directory check reports it
     try:
         return json.loads(path.read_text())

@@ -153,8 +153,12 @@ def train(cfg: Config) -> int:
         from trainer.ppo import ppo_step  # noqa: PLC0415
 
         step_fn = ppo_step
-    comps, paths, status, first_step = prepare(cfg)
-    stop = StopRequested()
+    stop = StopRequested()  # before set-up: a stop during the warm start still ends as "stopped"
+    try:
+        comps, paths, status, first_step = prepare(cfg)
+    except BaseException:
+        stop.restore()
+        raise
     log, writer = comps.log, comps.writer
     start = time.time()
     step = first_step - 1
@@ -164,6 +168,9 @@ def train(cfg: Config) -> int:
     try:
         bar = tqdm(total=cfg.max_steps, initial=step, desc=cfg.name, mininterval=1.0, dynamic_ncols=True)
         for step in range(first_step, cfg.max_steps + 1):
+            if stop:  # asked to stop before this step began (e.g. during the warm start)
+                step -= 1
+                break
             metrics = step_fn(comps, step)
             if comps.eval_task is not None and eval_due(step, cfg.eval_every, cfg.max_steps):
                 metrics.update(evaluate(comps))
