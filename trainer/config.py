@@ -221,7 +221,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m trainer",
         description="Train a causal LM with GRPO (or PPO) and log every step to a run directory.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument("--config", help="YAML or JSON file of options; command-line flags override it.")
     for f in dataclasses.fields(Config):
