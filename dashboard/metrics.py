@@ -23,6 +23,9 @@ def panels(columns: list[str]) -> list[Panel]:
     """The Live page's charts for the columns this run has (PPO adds value/* metrics)."""
     out = [
         Panel("Reward", reward_metrics(columns), "Mean total reward per step, and each reward function's own mean (before weighting).", "reward"),
+        Panel("Evaluation (held-out)", ("eval/accuracy", "eval/reward_mean"),
+              "Greedy completions on held-out prompts, every eval_every steps (points joined across the steps between).",
+              "score"),
         Panel("Advantage spread", ("advantage/std", "advantage/min", "advantage/max"),
               "Group advantages A_i over all completions: how strongly responses are pushed up and down.", "A"),
         Panel("Groups with no signal", ("groups/frac_zero_std",),
