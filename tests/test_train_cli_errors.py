@@ -11,6 +11,7 @@ from trainer_helpers import SMALL, run_trainer
     (["--epsilon", "-0.1"], "epsilon"),
     (["--beta", "-0.5"], "beta"),
     (["--model", "./no/such/model"], "model"),
+    (["--model", "nosuchorg/nosuchmodel"], "model"),  # a hub id, offline: a clear error, quickly
     (["--rewards", "no_such_reward=1"], "rewards"),
     (["--std-mode", "median"], "std_mode"),
     (["--max-steps", "ten"], "max_steps"),

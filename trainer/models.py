@@ -5,7 +5,10 @@ Model options (config): dtype, gradient checkpointing, LoRA adapters through pef
 
 from __future__ import annotations
 
+import os
+import socket
 from pathlib import Path
+from urllib.parse import urlparse
 
 import torch
 
@@ -54,6 +57,19 @@ def load_policy(model: str, seed: int, device: torch.device, dtype: str = "auto"
     return policy.to(device).eval(), tokenizer, builtin
 
 
+def hub_reachable() -> bool:
+    """Whether the hub's host resolves. Without it, loading a hub id from the local cache only
+    fails at once instead of after a minute of retries."""
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes"):
+        return False
+    host = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co").hostname or "huggingface.co"
+    try:
+        socket.getaddrinfo(host, 443)
+    except OSError:
+        return False
+    return True
+
+
 def _load_pretrained(model: str, dtype: torch.dtype, shown_as: str | None = None):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -63,9 +79,10 @@ def _load_pretrained(model: str, dtype: torch.dtype, shown_as: str | None = None
         raise ConfigError(f"model: no model directory at {model!r}; use 'tiny', 'smollm2' or a Hugging Face model "
                           "directory or id")
     path = str(Path(model).expanduser()) if looks_local else model
+    cache_only = not looks_local and not hub_reachable()
     try:
-        tokenizer = AutoTokenizer.from_pretrained(path)
-        policy = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
+        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=cache_only)
+        policy = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, local_files_only=cache_only)
     except (OSError, ValueError) as exc:
         raise ConfigError(
             f"model: cannot load {shown_as!r} ({str(exc).splitlines()[0][:200]}); offline, point --model at a local "
