@@ -6,6 +6,7 @@ A failing test leaves a screenshot in test-artifacts/<test name>.png.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -57,31 +58,47 @@ def server(tmp_path_factory):
         pytest.fail("Debian's chromium is not installed: run make system-deps")
     runs = tmp_path_factory.mktemp("browser-runs")
     made = [trainer(runs, "alpha", "--max-steps", "12"), trainer(runs, "beta", "--max-steps", "8", "--beta", "0")]
+    try:
+        with streamlit_server(runs) as url:
+            for p in made:
+                assert p.wait(timeout=240) == 0, p.stderr.read().decode()[-2000:]
+            wait_until_healthy(url, runs)
+            yield url, runs
+    finally:
+        stop_trainers(runs)
+
+
+@contextlib.contextmanager
+def streamlit_server(runs: Path):
+    """`streamlit run dashboard/app.py` on a free port over the runs folder `runs`; yields its url."""
     port = free_port()
     log = open(runs.parent / "streamlit.log", "wb")
     proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "dashboard" / "app.py"),
                              "--server.port", str(port), "--server.headless", "true", "--server.address", "127.0.0.1",
                              "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-                            cwd=ROOT, env={**os.environ, "GRPO_LAB_RUNS_DIR": str(runs)}, stdout=log,
-                            stderr=subprocess.STDOUT)
+                            cwd=ROOT, env={**os.environ, "GRPO_LAB_RUNS_DIR": str(runs), "PYTHONPATH": str(ROOT)},
+                            stdout=log, stderr=subprocess.STDOUT)
     try:
-        for p in made:
-            assert p.wait(timeout=240) == 0, p.stderr.read().decode()[-2000:]
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.time() + 60
-        while True:
-            try:
-                urllib.request.urlopen(f"{url}/_stcore/health", timeout=2)
-                break
-            except OSError:
-                if time.time() > deadline or proc.poll() is not None:
-                    raise RuntimeError("streamlit did not start: " + (runs.parent / "streamlit.log").read_text()[-2000:])
-                time.sleep(0.3)
-        yield url, runs
+        yield f"http://127.0.0.1:{port}"
     finally:
         proc.terminate()
-        proc.wait(timeout=20)
-        stop_trainers(runs)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+def wait_until_healthy(url: str, runs: Path, timeout: float = 60) -> None:
+    deadline = time.time() + timeout
+    while True:
+        try:
+            urllib.request.urlopen(f"{url}/_stcore/health", timeout=2)
+            return
+        except OSError:
+            if time.time() > deadline:
+                raise RuntimeError("streamlit did not start: " + (runs.parent / "streamlit.log").read_text()[-2000:])
+            time.sleep(0.3)
 
 
 def stop_trainers(runs: Path) -> None:
