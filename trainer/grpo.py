@@ -13,8 +13,8 @@ import torch
 
 from trainer.objective import grpo_loss, group_advantages
 from trainer.records import TokenStats, reward_scalars, sample_rows, token_rows
-from trainer.rollout import sample, token_logprobs
-from trainer.scoring import score_rollout
+from trainer.rollout import token_logprobs
+from trainer.scoring import collect_batch
 from trainer.setup import Components
 
 
@@ -29,20 +29,10 @@ def grpo_step(c: Components, step: int) -> dict[str, float]:
     eps_high = cfg.epsilon if cfg.epsilon_high is None else cfg.epsilon_high
     start = time.perf_counter()
 
-    # --- sample: G completions per prompt from the current policy (pi_old) ---
-    rows = c.task.batch(step, cfg.prompts_per_step, cfg.seed)
-    rollout = sample(c.policy, c.tokenizer, [r["prompt"] for r in rows], G, cfg.max_new_tokens,
-                     cfg.temperature, c.device)
-    mask = rollout.completion_mask.float()
-
-    # --- score, then the group is the baseline: A_i = (r_i - mean) / std ---
-    scores, totals = score_rollout(c, rows, rollout)
-    groups = group_advantages(totals.view(-1, G), cfg.std_mode)
+    # --- sample G completions per prompt from pi_old, score, then the group is the baseline ---
+    rows, rollout, mask, scores, totals, old_logp, entropy, ref_logp = collect_batch(c, step)
+    groups = group_advantages(totals.view(-1, G), cfg.std_mode)  # A_i = (r_i - mean) / std
     advantages = groups.advantages.flatten().to(c.device)
-
-    with torch.no_grad():
-        old_logp, entropy = token_logprobs(c.policy, rollout, cfg.temperature, with_entropy=True)
-        ref_logp = token_logprobs(c.reference, rollout, cfg.temperature)[0] if c.reference is not None else None
 
     # --- several clipped passes over the same batch ---
     stats = TokenStats()

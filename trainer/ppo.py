@@ -56,8 +56,8 @@ from trainer.objective import (
     whiten,
 )
 from trainer.records import TokenStats, reward_scalars, sample_rows, token_rows
-from trainer.rollout import Rollout, position_ids, sample, token_logprobs
-from trainer.scoring import score_rollout
+from trainer.rollout import Rollout, position_ids, token_logprobs
+from trainer.scoring import collect_batch
 from trainer.setup import Components
 
 
@@ -102,20 +102,11 @@ def ppo_step(c: Components, step: int) -> dict[str, float]:
     eps_high = cfg.epsilon if cfg.epsilon_high is None else cfg.epsilon_high
     start = time.perf_counter()
 
-    # --- sample: G completions per prompt from the current policy (pi_old) ---
-    rows = c.task.batch(step, cfg.prompts_per_step, cfg.seed)
-    rollout = sample(c.policy, c.tokenizer, [r["prompt"] for r in rows], G, cfg.max_new_tokens,
-                     cfg.temperature, c.device)
-    mask = rollout.completion_mask.float()
-
-    # --- score the full responses; unscored ones are left out of the update ---
-    scores, totals = score_rollout(c, rows, rollout)
+    # --- sample from pi_old and score the full responses; unscored ones are left out of the update ---
+    rows, rollout, mask, scores, totals, old_logp, entropy, ref_logp = collect_batch(c, step)
     scored = ~torch.isnan(totals)
     train_mask = mask * scored.to(c.device, mask.dtype)[:, None]
-
     with torch.no_grad():
-        old_logp, entropy = token_logprobs(c.policy, rollout, cfg.temperature, with_entropy=True)
-        ref_logp = token_logprobs(c.reference, rollout, cfg.temperature)[0] if c.reference is not None else None
         old_values = token_values(c.value_model, rollout)
 
     # --- per-token rewards: -beta * KL on every token, the score on the last one ---

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import torch
 
 import rewards
-from trainer.rollout import Rollout
+from trainer.rollout import Rollout, sample, token_logprobs
 
 # Row fields that are not reward inputs.
 NOT_COLUMNS = ("prompt", "prompt_id")
@@ -26,3 +27,30 @@ def score_rollout(c, rows: list[dict], rollout: Rollout) -> tuple["rewards.Score
         c.log.warning(message)
     totals = torch.tensor([math.nan if t is None else float(t) for t in scores.total], dtype=torch.float32)
     return scores, totals
+
+
+class Batch(NamedTuple):
+    """One step's on-policy batch, as both algorithms start from it."""
+
+    rows: list[dict]
+    rollout: Rollout
+    mask: torch.Tensor  # (B, T) float completion mask
+    scores: "rewards.Scores"
+    totals: torch.Tensor  # (B,) NaN where unscored
+    old_logp: torch.Tensor  # (B, T) log pi_old
+    entropy: torch.Tensor  # (B, T)
+    ref_logp: torch.Tensor | None  # (B, T); None without a reference model
+
+
+def collect_batch(c, step: int) -> Batch:
+    """Sample G completions per prompt from the current policy (pi_old), score them, and take
+    pi_old's and the reference's log-probabilities once, before any update."""
+    cfg = c.cfg
+    rows = c.task.batch(step, cfg.prompts_per_step, cfg.seed)
+    rollout = sample(c.policy, c.tokenizer, [r["prompt"] for r in rows], cfg.group_size, cfg.max_new_tokens,
+                     cfg.temperature, c.device)
+    scores, totals = score_rollout(c, rows, rollout)
+    with torch.no_grad():
+        old_logp, entropy = token_logprobs(c.policy, rollout, cfg.temperature, with_entropy=True)
+        ref_logp = token_logprobs(c.reference, rollout, cfg.temperature)[0] if c.reference is not None else None
+    return Batch(rows, rollout, rollout.completion_mask.float(), scores, totals, old_logp, entropy, ref_logp)
