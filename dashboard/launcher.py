@@ -146,13 +146,18 @@ def _cmdline(pid: int) -> list[str]:
         return []
 
 
-def is_trainer_of(pid: Any, name: str) -> bool:
-    """True when `pid` is alive and is `python -m trainer` for run `name`."""
-    if not pid_alive(pid):
-        return False
-    args = _cmdline(pid)
+def _runs_trainer_of(args: list[str], name: str) -> bool:
     named = any(a == name and i > 0 and args[i - 1] == "--name" for i, a in enumerate(args)) or f"--name={name}" in args
     return "trainer" in args and named
+
+
+def is_trainer_of(pid: Any, name: str) -> bool:
+    """True when `pid` is alive and is `python -m trainer` for run `name`."""
+    child = _children.get(pid)
+    if child is not None:
+        # started here: trust the Popen, since between fork and exec /proc still shows this process
+        return child.poll() is None and _runs_trainer_of(list(child.args), name)
+    return pid_alive(pid) and _runs_trainer_of(_cmdline(pid), name)
 
 
 def stop(runs_dir: Path, name: str) -> int:

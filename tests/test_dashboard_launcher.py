@@ -65,7 +65,7 @@ def test_a_launch_that_dies_before_its_run_exists_shows_its_output(tmp_path):
     wait_for(lambda: not launcher.is_trainer_of(pid, name), what="the trainer to exit")
     failed = wait_for(lambda: [p for p in launcher.pending(tmp_path) if p.name == name and not p.alive],
                       what="the failed launch")[0]
-    assert "error: rewards" in failed.log and not (tmp_path / name).exists()
+    assert "error: rewards" in failed.log and not (tmp_path / name).exists(), failed.log
     launcher.dismiss(tmp_path, name)
     assert launcher.pending(tmp_path) == []
 
