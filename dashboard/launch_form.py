@@ -1,4 +1,4 @@
-"""The "start a training run" form: the demo run's defaults, validated before anything starts."""
+"""The "start a training run" form: a preset's options (the demo's by default), validated before anything starts."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import streamlit as st
 
-from dashboard import launcher
+from dashboard import launcher, presets
 
 # (option, label) of the form's main fields, then those under "More options".
 MAIN = [("algo", "Algorithm"), ("model", "Model"), ("task", "Task"), ("rewards", "Rewards (name=weight, ...)"),
@@ -16,7 +16,8 @@ MAIN = [("algo", "Algorithm"), ("model", "Model"), ("task", "Task"), ("rewards",
         ("name", "Run name")]
 MORE = [("prompts_per_step", "Prompts per step"), ("sft_steps", "Warm-start SFT steps"),
         ("max_new_tokens", "Max new tokens"), ("temperature", "Temperature"), ("std_mode", "Advantage std"),
-        ("loss_aggregation", "Loss aggregation"), ("epsilon_high", "epsilon_high (blank: = epsilon)")]
+        ("loss_aggregation", "Loss aggregation"), ("epsilon_high", "epsilon_high (blank: = epsilon)"),
+        ("eval_fraction", "Held-out fraction"), ("eval_every", "Evaluate every N steps")]
 
 
 def demo_values(runs_dir: Path) -> dict[str, Any]:
@@ -38,13 +39,21 @@ def start(values: dict[str, Any]) -> None:
     st.rerun(scope="app")
 
 
-def _widget(name: str, label: str, spec: dict[str, Any]) -> Any:
+def _as_type(value: Any, default: Any) -> Any:
+    """A preset's `beta: 0` is an int; the widget for a float option must still take decimals."""
+    if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    return value
+
+
+def _widget(name: str, label: str, spec: dict[str, Any], preset: int) -> Any:
     default, help_text, choices = spec["default"], spec["help"], spec["choices"]
-    key = f"launch_{name}"
+    key = f"launch_{preset}_{name}"  # per preset: switching presets shows that preset's values
     if choices:
         return st.selectbox(label, list(choices), index=list(choices).index(default), help=help_text, key=key)
     if name == "rewards":
-        return st.text_input(label, ",".join(f"{k}={v:g}" for k, v in default.items()), help=help_text, key=key)
+        text = default if isinstance(default, str) else ",".join(f"{k}={v:g}" for k, v in default.items())
+        return st.text_input(label, text, help=help_text, key=key)
     if isinstance(default, bool):
         return st.checkbox(label, default, help=help_text, key=key)
     if isinstance(default, int):
@@ -57,19 +66,34 @@ def _widget(name: str, label: str, spec: dict[str, Any]) -> Any:
 
 
 def form(runs_dir: Path) -> None:
-    specs = dict(launcher.config_fields())  # a copy: the cached one is shared
-    specs["name"] = {**specs["name"], "default": launcher.free_name(runs_dir, "demo")}
+    choices = presets.presets()
+    label = st.selectbox("Preset", list(choices), key="launch_preset",
+                         help="Starting values for the form. Each YAML file in configs/ is a preset "
+                              "(python -m trainer --config FILE runs the same).")
+    preset = choices[label]
+    if "error" in preset:
+        st.error(preset["error"])
+        return
+    if missing := presets.missing_requirement(preset):
+        st.warning(missing)
+    # a copy of the cached specs, with the preset's values as defaults
+    specs = {k: {**v, "default": _as_type(preset.get(k, v["default"]), v["default"])}
+             for k, v in launcher.config_fields().items()}
+    base = "demo" if not preset else str(preset.get("model", "run"))
+    specs["name"]["default"] = launcher.free_name(runs_dir, base)
+    number = list(choices).index(label)
     with st.form("launch", border=False):
         values: dict[str, Any] = {}
         cols = st.columns(4)
         for i, (name, label) in enumerate(MAIN):
             with cols[i % 4]:
-                values[name] = _widget(name, label, specs[name])
+                values[name] = _widget(name, label, specs[name], number)
         with st.expander("More options"):
             cols = st.columns(4)
             for i, (name, label) in enumerate(MORE):
                 with cols[i % 4]:
-                    values[name] = _widget(name, label, specs[name])
+                    values[name] = _widget(name, label, specs[name], number)
         submitted = st.form_submit_button("Start training", type="primary")
     if submitted:
-        start({k: v for k, v in values.items() if v is not None and v != ""})
+        # options the preset sets but the form does not show (eval_prompts, ...) still apply
+        start({**preset, **{k: v for k, v in values.items() if v is not None and v != ""}})

@@ -125,6 +125,7 @@ def test_first_visit_with_no_runs_offers_the_demo_in_one_click(tmp_path, monkeyp
     monkeypatch.setenv("GRPO_LAB_RUNS_DIR", str(tmp_path))
     monkeypatch.setattr(launcher, "launch", lambda values, runs_dir: started.append((values, runs_dir)) or ("demo", 1))
     at = AppTest.from_file(APP, default_timeout=60).run()
+    assert at.selectbox(key="launch_preset").value == "Built-in demo: tiny model, single-digit addition (about a minute on a CPU)"
     at.button(key="launch_demo").click().run()
     assert started == [({"name": "demo"}, tmp_path.resolve())]
 
@@ -134,13 +135,31 @@ def test_the_launch_form_validates_before_starting(app, monkeypatch):
 
     monkeypatch.setattr(launcher, "_start", lambda *a: pytest.fail("nothing may start on bad input"))
     at = app("runs")
-    at.number_input(key="launch_group_size").set_value(1)
+    at.number_input(key="launch_0_group_size").set_value(1)
     at.button[[b.label for b in at.button].index("Start training")].click().run()
     assert "group_size: must be >= 2" in texts(at.error)
-    at.text_input(key="launch_name").set_value("alpha")
-    at.number_input(key="launch_group_size").set_value(8)
+    at.text_input(key="launch_0_name").set_value("alpha")
+    at.number_input(key="launch_0_group_size").set_value(8)
     at.button[[b.label for b in at.button].index("Start training")].click().run()
     assert "already exists" in texts(at.error)
+
+
+def test_a_preset_fills_the_form_and_its_hidden_options_still_apply(app, monkeypatch):
+    from dashboard import launcher, presets
+
+    started = []
+    monkeypatch.setattr(launcher, "launch", lambda values, runs_dir: started.append(values) or ("x", 1))
+    at = app("runs")
+    label = next(name for name in presets.presets() if name.startswith("SmolLM2"))
+    at.selectbox(key="launch_preset").set_value(label).run()
+    assert at.text_input(key="launch_1_model").value == "smollm2"
+    assert at.number_input(key="launch_1_lr").value == pytest.approx(2e-5)
+    assert at.text_input(key="launch_1_name").value == "smollm2"
+    at.number_input(key="launch_1_max_steps").set_value(3)
+    at.button[[b.label for b in at.button].index("Start training")].click().run()
+    values = started[0]
+    assert values["task"] == "word_problems" and values["max_steps"] == 3
+    assert values["eval_prompts"] == 24  # in the preset, not in the form
 
 
 # --- Live ---------------------------------------------------------------------------------------

@@ -13,6 +13,5 @@ with ui.guard("Runs"):
     runs = data.runs()
     active = runs_view.any_active(runs, launcher.pending(data.runs_dir(), {r.name for r in runs}))
     st.fragment(runs_view.render, run_every=2.0 if active else None)(active)
-    if runs or launcher.pending(data.runs_dir()):
-        with st.expander("🚀 Start a training run", expanded=False):
-            launch_form.form(data.runs_dir())
+    with st.expander("🚀 Start a training run", expanded=False):
+        launch_form.form(data.runs_dir())
