@@ -114,6 +114,16 @@ def test_eval_logging_writes_eval_curves_on_evaluation_steps(tmp_path):
     assert all(0 <= a <= 1 for a in scalars.loc[evaluated, "eval/accuracy"])
 
 
+
+def test_eval_accuracy_is_checked_even_when_training_on_another_reward(tmp_path):
+    result = run_trainer(tmp_path / "runs", "len", *SMALL, "--max-steps", "2", "--rewards", "length=1",
+                         "--eval-every", "1", "--eval-fraction", "0.25", "--eval-prompts", "4", "--logging", "scalars")
+    assert result.returncode == 0, result.stderr
+    scalars = read_table(tmp_path / "runs" / "len", "scalars")
+    assert "eval/rewards/correctness/mean" not in scalars  # not a training reward
+    assert scalars["eval/accuracy"].between(0, 1).all() and scalars["eval/rewards/length/mean"].notna().all()
+
+
 # --- built-in tasks ---
 
 def test_arithmetic_is_unchanged():
@@ -241,3 +251,17 @@ def test_nan_answers_score_none(tmp_path):
     (tmp_path / "p.csv").write_text("prompt,answer\n1+1=,2\n2+2=,\n")
     rows = load_task_rows(str(tmp_path / "p.csv"), {})
     assert rows[1]["answer"] is None and not any(isinstance(v, float) and math.isnan(v) for v in rows[1].values())
+
+
+def test_an_unreachable_hub_means_cache_only_for_datasets(monkeypatch):
+    # no HF_HUB_OFFLINE set: the trainer itself finds the hub unreachable and fails at once
+    import datasets
+
+    from trainer.hub import hub_reachable
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setenv("HF_ENDPOINT", "https://hub.invalid")  # .invalid never resolves (RFC 2606)
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", datasets.config.HF_HUB_OFFLINE)  # restored after
+    assert not hub_reachable()
+    with pytest.raises(ConfigError, match="OfflineModeIsEnabled"):
+        load_task_rows("nobody-here/no-such-dataset", {})

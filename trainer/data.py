@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from trainer.config import DATA_FIELDS, ConfigError
+from trainer.hub import hub_reachable, looks_local
 
 FILE_FORMATS = {".jsonl": "json", ".json": "json", ".csv": "csv", ".parquet": "parquet"}
 
@@ -45,19 +46,21 @@ def _load(source: str, config: str, split: str, option: str):
             return datasets.load_dataset(fmt, data_files=str(path), split="train"), path.name
         except Exception as exc:  # noqa: BLE001 - any parse failure becomes one line naming the file
             raise ConfigError(f"{option}: {_parse_failure(path, fmt, exc)}") from None
-    looks_local = source.startswith((".", "/", "~")) or path.exists()
-    if looks_local and not path.is_dir():
+    local = looks_local(source)
+    if local and not path.is_dir():
         raise ConfigError(f"{option}: no file or dataset directory at {source!r}; use arithmetic, word_problems, a "
                           ".jsonl/.json/.csv/.parquet file, or a Hugging Face dataset name")
     try:
-        if looks_local and (path / "dataset_info.json").is_file():  # a folder written by save_to_disk
+        if local and (path / "dataset_info.json").is_file():  # a folder written by save_to_disk
             saved = datasets.load_from_disk(str(path))
             return (saved[split] if isinstance(saved, datasets.DatasetDict) else saved), f"{source} [{split}]"
-        return datasets.load_dataset(str(path) if looks_local else source, config or None, split=split), \
+        if not local and not hub_reachable():
+            datasets.config.HF_HUB_OFFLINE = True  # the local cache only: fail at once, not after retries
+        return datasets.load_dataset(str(path) if local else source, config or None, split=split), \
             f"{source} [{split}]"
     except Exception as exc:  # noqa: BLE001 - offline, unknown name, bad split or config: one line
         detail = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
-        hint = "" if looks_local else ("; offline, save it as a .jsonl/.csv/.parquet file (or with save_to_disk) "
+        hint = "" if local else ("; offline, save it as a .jsonl/.csv/.parquet file (or with save_to_disk) "
                                        "and pass its path")
         raise ConfigError(f"{option}: cannot load dataset {source!r} (config {config or 'default'}, split {split}: "
                           f"{detail}){hint}") from None

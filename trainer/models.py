@@ -5,15 +5,13 @@ Model options (config): dtype, gradient checkpointing, LoRA adapters through pef
 
 from __future__ import annotations
 
-import os
-import socket
 from pathlib import Path
-from urllib.parse import urlparse
 
 import torch
 
 from trainer.config import BUILTIN_MODELS, ConfigError
 from trainer import smollm, tiny
+from trainer.hub import hub_reachable, looks_local
 
 
 def pick_device(name: str) -> torch.device:
@@ -57,29 +55,16 @@ def load_policy(model: str, seed: int, device: torch.device, dtype: str = "auto"
     return policy.to(device).eval(), tokenizer, builtin
 
 
-def hub_reachable() -> bool:
-    """Whether the hub's host resolves. Without it, loading a hub id from the local cache only
-    fails at once instead of after a minute of retries."""
-    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes"):
-        return False
-    host = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co").hostname or "huggingface.co"
-    try:
-        socket.getaddrinfo(host, 443)
-    except OSError:
-        return False
-    return True
-
-
 def _load_pretrained(model: str, dtype: torch.dtype, shown_as: str | None = None):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     shown_as = shown_as or model
-    looks_local = model.startswith((".", "/", "~")) or Path(model).exists()
-    if looks_local and not Path(model).expanduser().is_dir():
+    local = looks_local(model)
+    if local and not Path(model).expanduser().is_dir():
         raise ConfigError(f"model: no model directory at {model!r}; use 'tiny', 'smollm2' or a Hugging Face model "
                           "directory or id")
-    path = str(Path(model).expanduser()) if looks_local else model
-    cache_only = not looks_local and not hub_reachable()
+    path = str(Path(model).expanduser()) if local else model
+    cache_only = not local and not hub_reachable()
     try:
         tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=cache_only)
         policy = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, local_files_only=cache_only)
