@@ -7,6 +7,7 @@ weights alone, so two evaluations differ only because the policy changed.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 
@@ -14,6 +15,7 @@ import torch
 
 import rewards
 from trainer.rollout import sample
+from trainer.scoring import score_completions
 
 ACCURACY_REWARD = "correctness"
 
@@ -33,6 +35,11 @@ def _mean(values: list[float | None]) -> float:
     return sum(scored) / len(scored) if scored else math.nan
 
 
+@functools.cache
+def _accuracy_reward():
+    return rewards.build(ACCURACY_REWARD)  # once per process, not once per evaluation
+
+
 @torch.no_grad()
 def evaluate(c) -> dict[str, float]:
     """eval/* metrics for the policy as it is now (c: trainer.setup.Components with an eval_task)."""
@@ -48,15 +55,11 @@ def evaluate(c) -> dict[str, float]:
         completions += out.completions
         lengths += out.lengths.tolist()
         truncated += out.truncated.tolist()
-    prompts = [r["prompt"] for r in rows]
-    columns = {k: [r.get(k) for r in rows] for k in rows[0] if k not in ("prompt", "prompt_id")}
-    scores = rewards.score_all(c.reward_fns, prompts, completions, columns)
-    for message in scores.messages:
-        c.log.warning("eval: %s", message)
+    scores = score_completions(c, rows, completions, 1, "eval: ")
     accuracy = scores.per_reward.get(ACCURACY_REWARD)
-    if accuracy is None and "answer" in columns:  # not trained on it: still the answer check
-        accuracy = rewards.score_all({ACCURACY_REWARD: (rewards.build(ACCURACY_REWARD), 1.0)},
-                                     prompts, completions, columns).per_reward[ACCURACY_REWARD]
+    if accuracy is None and "answer" in rows[0]:  # not trained on it: still the answer check
+        accuracy = score_completions(c, rows, completions, 1, "eval: ",
+                                     {ACCURACY_REWARD: (_accuracy_reward(), 1.0)}).per_reward[ACCURACY_REWARD]
     metrics = {
         "eval/reward_mean": _mean(scores.total),
         "eval/accuracy": _mean(accuracy) if accuracy is not None else math.nan,

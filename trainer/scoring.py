@@ -14,17 +14,22 @@ from trainer.rollout import Rollout, sample, token_logprobs
 NOT_COLUMNS = ("prompt", "prompt_id")
 
 
+def score_completions(c, rows: list[dict], completions: list[str], per_prompt: int, log_prefix: str = "",
+                      fns: dict | None = None) -> "rewards.Scores":
+    """Score completions that answer each row `per_prompt` times in turn, with `fns` (default: the
+    run's rewards); a reward's failure is logged, never raised."""
+    of_row = [rows[i // per_prompt] for i in range(len(completions))]
+    columns = {key: [row.get(key) for row in of_row] for key in rows[0] if key not in NOT_COLUMNS}
+    scores = rewards.score_all(c.reward_fns if fns is None else fns, [row["prompt"] for row in of_row],
+                               completions, columns)
+    for message in scores.messages:
+        c.log.warning("%s%s", log_prefix, message)
+    return scores
+
+
 def score_rollout(c, rows: list[dict], rollout: Rollout) -> tuple["rewards.Scores", torch.Tensor]:
     """(per-reward scores, total reward per completion as a float tensor with NaN for None)."""
-    G = c.cfg.group_size
-    prompts = [rows[i // G]["prompt"] for i in range(len(rollout.completions))]
-    columns = {
-        key: [rows[i // G].get(key) for i in range(len(rollout.completions))]
-        for key in rows[0] if key not in NOT_COLUMNS
-    }
-    scores = rewards.score_all(c.reward_fns, prompts, rollout.completions, columns)
-    for message in scores.messages:
-        c.log.warning(message)
+    scores = score_completions(c, rows, rollout.completions, c.cfg.group_size)
     totals = torch.tensor([math.nan if t is None else float(t) for t in scores.total], dtype=torch.float32)
     return scores, totals
 
