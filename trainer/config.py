@@ -164,6 +164,11 @@ class Config:
     def run_dir(self) -> Path:
         return Path(self.runs_dir) / self.name
 
+    @property
+    def epsilon_upper(self) -> float:
+        """The upper clip range: epsilon_high when set (clip-higher), else epsilon."""
+        return self.epsilon if self.epsilon_high is None else self.epsilon_high
+
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 

@@ -26,7 +26,6 @@ def minibatch_indices(batch: int, minibatches: int) -> list[torch.Tensor]:
 def grpo_step(c: Components, step: int) -> dict[str, float]:
     cfg = c.cfg
     G = cfg.group_size
-    eps_high = cfg.epsilon if cfg.epsilon_high is None else cfg.epsilon_high
     start = time.perf_counter()
 
     # --- sample G completions per prompt from pi_old, score, then the group is the baseline ---
@@ -45,7 +44,7 @@ def grpo_step(c: Components, step: int) -> dict[str, float]:
             sub = rollout.select(idx)
             logp, _ = token_logprobs(c.policy, sub, cfg.temperature)
             out = grpo_loss(logp, old_logp[idx], None if ref_logp is None else ref_logp[idx], advantages[idx],
-                            mask[idx], cfg.epsilon, eps_high, cfg.beta, cfg.loss_aggregation)
+                            mask[idx], cfg.epsilon, cfg.epsilon_upper, cfg.beta, cfg.loss_aggregation)
             c.optimizer.zero_grad(set_to_none=True)
             out.loss.backward()
             grad_norms.append(float(torch.nn.utils.clip_grad_norm_(
@@ -80,7 +79,7 @@ def grpo_step(c: Components, step: int) -> dict[str, float]:
         c.writer.log("samples", sample_rows(
             step, rows, G, rollout.completions, totals, scores.per_reward, groups.advantages.flatten(),
             rollout.lengths, rollout.truncated, last["ratio"], last_low | last_high, last["kl"], mask))
-        c.writer.log("histograms", stats.histogram(step, cfg.epsilon, eps_high))
+        c.writer.log("histograms", stats.histogram(step, cfg.epsilon, cfg.epsilon_upper))
         which = list(range(min(cfg.token_detail_groups, cfg.prompts_per_step) * G))
         if which:
             per_token = {

@@ -74,6 +74,7 @@ def policy_ratio(logp_new: torch.Tensor, logp_old: torch.Tensor) -> torch.Tensor
 @dataclass(frozen=True)
 class Surrogate:
     objective: torch.Tensor  # min(r*A, clip(r)*A), per token; to be maximised
+    clipped_ratio: torch.Tensor  # clip(r, 1 - eps_low, 1 + eps_high)
     clipped_low: torch.Tensor  # bool: A < 0 and r < 1 - eps_low (clip active, zero gradient)
     clipped_high: torch.Tensor  # bool: A > 0 and r > 1 + eps_high (clip active, zero gradient)
 
@@ -92,10 +93,10 @@ def clipped_surrogate(
     """
     eps_high = eps_low if eps_high is None else eps_high
     ratio, advantages = torch.broadcast_tensors(ratio, torch.as_tensor(advantages, dtype=ratio.dtype))
-    unclipped = ratio * advantages
-    clipped = torch.clamp(ratio, 1.0 - eps_low, 1.0 + eps_high) * advantages
+    clipped_ratio = torch.clamp(ratio, 1.0 - eps_low, 1.0 + eps_high)
     return Surrogate(
-        objective=torch.minimum(unclipped, clipped),
+        objective=torch.minimum(ratio * advantages, clipped_ratio * advantages),
+        clipped_ratio=clipped_ratio,
         clipped_low=(advantages < 0) & (ratio < 1.0 - eps_low),
         clipped_high=(advantages > 0) & (ratio > 1.0 + eps_high),
     )
@@ -228,14 +229,11 @@ def gae(
     return advantages, (advantages + values) * mask
 
 
-def whiten(values: torch.Tensor, mask: torch.Tensor, shift_mean: bool = True) -> torch.Tensor:
+def whiten(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Normalise to zero mean, unit variance over the masked entries."""
     mean = masked_mean(values, mask)
     var = masked_mean((values - mean) ** 2, mask)
-    out = (values - mean) * torch.rsqrt(var + 1e-8)
-    if not shift_mean:
-        out = out + mean
-    return out * mask.to(values.dtype)
+    return (values - mean) * torch.rsqrt(var + 1e-8) * mask.to(values.dtype)
 
 
 def clipped_value_loss(
@@ -263,8 +261,7 @@ def explained_variance(predicted: torch.Tensor, target: torch.Tensor, mask: torc
     return float("nan") if float(var_t) == 0.0 else float(1.0 - var_r / var_t)
 
 
-def entropy_from_logits(logits: torch.Tensor) -> torch.Tensor:
-    """Per-position entropy (nats) of the softmax over the last dimension."""
-    logp = torch.log_softmax(logits.float(), dim=-1)
+def entropy(logp: torch.Tensor) -> torch.Tensor:
+    """Per-position entropy (nats) of a distribution given as log-probabilities over the last dimension."""
     return -(logp.exp() * logp).sum(dim=-1)
 

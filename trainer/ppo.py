@@ -99,7 +99,6 @@ def token_values(value_model: ValueModel, rollout: Rollout) -> torch.Tensor:
 def ppo_step(c: Components, step: int) -> dict[str, float]:
     cfg = c.cfg
     G = cfg.group_size
-    eps_high = cfg.epsilon if cfg.epsilon_high is None else cfg.epsilon_high
     start = time.perf_counter()
 
     # --- sample from pi_old and score the full responses; unscored ones are left out of the update ---
@@ -136,7 +135,7 @@ def ppo_step(c: Components, step: int) -> dict[str, float]:
 
             # policy loss: the same clipped surrogate as GRPO, with per-token advantages
             ratio = policy_ratio(logp, old_logp[idx])
-            surr = clipped_surrogate(ratio, advantages[idx], cfg.epsilon, eps_high)
+            surr = clipped_surrogate(ratio, advantages[idx], cfg.epsilon, cfg.epsilon_upper)
             policy_loss = -aggregate(surr.objective, m, cfg.loss_aggregation)
             # value loss: regress V on the GAE returns, each update held within value_clip of V_old
             value_loss, value_clip = clipped_value_loss(values, old_values[idx], returns[idx], m, cfg.value_clip)
@@ -202,7 +201,7 @@ def ppo_step(c: Components, step: int) -> dict[str, float]:
         c.writer.log("samples", sample_rows(
             step, rows, G, rollout.completions, totals, scores.per_reward, per_response_adv.cpu(),
             rollout.lengths, rollout.truncated, last_pass["ratio"], last_low | last_high, last_pass["kl"], mask))
-        c.writer.log("histograms", stats.histogram(step, cfg.epsilon, eps_high))
+        c.writer.log("histograms", stats.histogram(step, cfg.epsilon, cfg.epsilon_upper))
         which = list(range(min(cfg.token_detail_groups, cfg.prompts_per_step) * G))
         if which:
             per_token = {

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import torch
 
+from trainer import objective
+
 
 @dataclass
 class Rollout:
@@ -84,17 +86,20 @@ def token_logprobs(model, rollout: Rollout, temperature: float = 1.0,
     Logits are divided by the sampling temperature, so the ratio compares the distributions the
     tokens were actually drawn from.
     """
+    completion_len = rollout.input_ids.shape[1] - rollout.prompt_len
     logits = model(
         input_ids=rollout.input_ids,
         attention_mask=rollout.attention_mask,
         position_ids=position_ids(rollout.attention_mask),
+        # the LM head only where it is used: (B, T+1, V) instead of (B, P+T, V)
+        logits_to_keep=completion_len + 1,
     ).logits
     # logits at position p predict token p+1: the completion's logits start one before it
-    logits = logits[:, rollout.prompt_len - 1:-1].float() / temperature
+    logits = logits[:, :-1].float() / temperature
     logp_all = torch.log_softmax(logits, dim=-1)
     logp = logp_all.gather(-1, rollout.completion_ids.unsqueeze(-1)).squeeze(-1)
     entropy = None
     if with_entropy:
         with torch.no_grad():
-            entropy = -(logp_all.exp() * logp_all).sum(dim=-1)
+            entropy = objective.entropy(logp_all)
     return logp, entropy

@@ -53,11 +53,6 @@ def build_rewards(cfg: Config) -> dict[str, tuple[Callable, float]]:
     return out
 
 
-def build_task(cfg: Config) -> Task:
-    """The training prompts (without the held-out ones)."""
-    return build_tasks(cfg)[0]
-
-
 def build_tasks(cfg: Config) -> tuple[Task, Task | None]:
     """(training task, held-out task or None); every row checked, so bad data fails here, before the run dir."""
     if cfg.task in BUILTIN_TASKS:
