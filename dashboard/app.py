@@ -12,6 +12,8 @@ if str(ROOT) not in sys.path:
 
 import streamlit as st  # noqa: E402
 
+from dashboard import i18n  # noqa: E402
+
 st.set_page_config(page_title="GRPO lab", page_icon="🧪", layout="wide")
 
 PAGES = Path(__file__).parent / "app_pages"
@@ -33,15 +35,8 @@ navigation = st.navigation({
     ],
 })
 
-# --- sidebar ----------------------------------------------------------------------------------
-# Concept-page language switch: dashboard/i18n.py (the concept pages' issue) provides
-# `language_switch()`; until it exists the sidebar simply has no switch.
-try:
-    from dashboard import i18n
-except ImportError:
-    i18n = None
-if i18n is not None and hasattr(i18n, "language_switch"):
-    with st.sidebar:
-        i18n.language_switch()
+# --- sidebar: the concept pages' language switch ---------------------------------------------
+with st.sidebar:
+    i18n.language_switch()
 
 navigation.run()

@@ -111,9 +111,9 @@ def render() -> None:
     if len(names) < 1:
         st.info("No runs yet. Start one on the **Runs** page.")
         return
-    explicit = [n for n in st.session_state.pop("compare_runs", []) if n in names]  # set by Runs' button
     current = st.session_state.get("cmp_runs")
-    if current is None and not explicit:  # a link such as /compare?runs=a,b
+    explicit = []
+    if current is None:  # a link such as /compare?runs=a,b (Runs' compare button)
         explicit = [n for n in st.query_params.get("runs", "").split(",") if n in names]
     if explicit or current is None or not set(current) <= set(names):
         selected = st.session_state.get(ui.SELECTED)

@@ -15,8 +15,7 @@ import streamlit as st
 
 from rundir.layout import default_runs_dir
 from rundir.reader import RunInfo, TableReader, list_runs, read_run, run_path
-
-ACTIVE_STATES = ("starting", "running")
+from rundir.status import ACTIVE_STATES  # noqa: F401 - the pages read it as data.ACTIVE_STATES
 
 
 def runs_dir() -> Path:

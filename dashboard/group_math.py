@@ -26,7 +26,6 @@ class GroupMath:
     mean: float
     std: float
     zero_std: bool
-    std_mode: str
     max_diff: float  # largest |recomputed A_i - logged A_i|
 
     @property
@@ -48,14 +47,12 @@ def effect(a: float, reward: float | None, zero_std: bool) -> str:
 
 def compute(rewards: list[float | None], logged: list[float], std_mode: str = "group") -> GroupMath:
     """Recompute A_i for one group's rewards (None: unscored) and line it up with the logged A_i."""
-    import torch  # the dashboard pays for torch only when a group is shown
-
-    from trainer.objective import group_advantages
+    from dashboard.concepts import group  # imports torch: paid only when a group is shown
 
     r = [math.nan if v is None or (isinstance(v, float) and math.isnan(v)) else float(v) for v in rewards]
-    out = group_advantages(torch.tensor([r], dtype=torch.float64), std_mode)
-    adv = out.advantages[0].double().numpy()
-    mean, std, zero = float(out.mean[0]), float(out.std[0]), bool(out.zero_std[0])
+    out = group.compute(r, std_mode)
+    adv = np.asarray(out.advantages, dtype=float)
+    mean, std, zero = out.mean, out.std, out.zero_std
     logged_arr = np.asarray(logged, dtype=float)
     r_arr = np.asarray(r, dtype=float)
     table = pd.DataFrame({
@@ -69,4 +66,4 @@ def compute(rewards: list[float | None], logged: list[float], std_mode: str = "g
     })
     diff = np.abs(adv - logged_arr)
     max_diff = float(np.nanmax(diff)) if len(diff) else 0.0
-    return GroupMath(table, mean, std, zero, std_mode, max_diff)
+    return GroupMath(table, mean, std, zero, max_diff)

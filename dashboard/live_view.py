@@ -50,16 +50,16 @@ def render(run: str, x_mode: str, smoothing: float, extra: list[str], was_active
         return
     cols = list(frame.df.columns)
     panels = metrics.panels(cols)
-    if extra:
-        panels.append(metrics.Panel("More metrics", tuple(m for m in extra if m in cols), "", ""))
+    if extra_metrics := tuple(m for m in extra if m in cols):
+        panels.append(metrics.Panel("More metrics", extra_metrics, "", ""))
     low, high = data.clip_bounds(info)
     x_title = series.X_MODES[x_mode]
     grid = st.columns(2)
-    for i, panel in enumerate(p for p in panels if p.metrics):
+    for i, panel in enumerate(panels):
         df = _lines(run, frame.version, panel.metrics, x_mode, smoothing, frame.df)
         spec = charts.line_chart(df, title=panel.title, help=panel.help, x_title=x_title, y_title=panel.y_title,
-                                 smoothing=smoothing > 0, rules=[low, high] if panel.title.startswith("Ratio") else None,
-                                 log_y=panel.title.startswith("Ratio"))
+                                 smoothing=smoothing > 0, rules=[low, high] if panel.ratio else None,
+                                 log_y=panel.ratio)
         with grid[i % 2]:
             st.vega_lite_chart(spec=spec, key=f"live_chart_{i}")
     histogram_section(run, low, high)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 
@@ -11,6 +12,7 @@ class Panel:
     metrics: tuple[str, ...]
     help: str
     y_title: str = ""
+    ratio: bool = False  # a ratio chart: log y-axis, with the clip bounds drawn as rules
 
 
 def reward_metrics(columns: list[str]) -> tuple[str, ...]:
@@ -34,7 +36,7 @@ def panels(columns: list[str]) -> list[Panel]:
         Panel("Clip fraction", ("clip/low", "clip/high", "clip/total"),
               "Share of tokens whose ratio left [1-eps, 1+eps] in the direction the advantage pushes: zero gradient.", "fraction"),
         Panel("Ratio pi_theta / pi_old", ("ratio/min", "ratio/mean", "ratio/max"),
-              "Per-token policy ratio over every optimisation pass; 1 on the first pass.", "ratio"),
+              "Per-token policy ratio over every optimisation pass; 1 on the first pass.", "ratio", ratio=True),
         Panel("Entropy", ("entropy/mean",), "Entropy of the sampling policy per completion token (nats).", "nats"),
         Panel("Losses", ("loss/policy", "loss/total", "value/loss"), "Minimised losses, mean over updates.", "loss"),
         Panel("Gradient norm", ("grad/norm",), "Gradient L2 norm before clipping.", "norm"),
@@ -46,8 +48,8 @@ def panels(columns: list[str]) -> list[Panel]:
               "PPO's critic: explained variance, value clip fraction, mean value and return.", ""),
     ]
     present = set(columns)
-    return [p for p in (Panel(p.title, tuple(m for m in p.metrics if m in present), p.help, p.y_title) for p in out)
-            if p.metrics]
+    kept = (dataclasses.replace(p, metrics=tuple(m for m in p.metrics if m in present)) for p in out)
+    return [p for p in kept if p.metrics]
 
 
 def other_metrics(columns: list[str]) -> list[str]:

@@ -110,15 +110,17 @@ def _numbered(df: pd.DataFrame) -> pd.DataFrame:
     return df.merge(firsts[["group", "occurrence"]], on="group").drop(columns=["filename", "file_row_number"])
 
 
-@st.cache_data(ttl=2.0, max_entries=64, show_spinner=False)
-def _steps(run: str, v: tuple) -> tuple[list[int], list[str]]:
-    df, problems = query(run, "samples", "SELECT DISTINCT step FROM {src} ORDER BY step")
-    return (df["step"].astype(int).tolist() if not df.empty else []), problems
+@st.cache_data(ttl=10.0, max_entries=128, show_spinner=False)
+def _distinct(run: str, column: str, v: tuple) -> tuple[list, list[str]]:
+    """The sample rows' distinct values of `column` (a fixed name, never user text), ascending."""
+    df, problems = query(run, "samples", f"SELECT DISTINCT {column} FROM {{src}} ORDER BY {column}")
+    return (df[column].tolist() if not df.empty else []), problems
 
 
 def sample_steps(run: str) -> tuple[list[int], list[str]]:
     """Steps that have sample rows, ascending."""
-    return _steps(run, version(run, "samples"))
+    steps, problems = _distinct(run, "step", version(run, "samples"))
+    return [int(s) for s in steps], problems
 
 
 @st.cache_data(ttl=30.0, max_entries=256, show_spinner=False)
@@ -181,14 +183,9 @@ def search_completions(run: str, text: str, limit: int = 200) -> tuple[pd.DataFr
     return _search(run, text, limit, version(run, "samples"))
 
 
-@st.cache_data(ttl=10.0, max_entries=64, show_spinner=False)
-def _prompt_ids(run: str, v: tuple) -> tuple[list[str], list[str]]:
-    df, problems = query(run, "samples", "SELECT DISTINCT prompt_id FROM {src} ORDER BY prompt_id")
-    return (df["prompt_id"].astype(str).tolist() if not df.empty else []), problems
-
-
 def prompt_ids(run: str) -> tuple[list[str], list[str]]:
-    return _prompt_ids(run, version(run, "samples"))
+    ids, problems = _distinct(run, "prompt_id", version(run, "samples"))
+    return [str(i) for i in ids], problems
 
 
 # --- tokens -----------------------------------------------------------------------------------

@@ -40,9 +40,7 @@ def compute_from_logp(logp_new: float, logp_old: float, adv: float, eps: float,
     eps_high = eps if eps_high is None else eps_high
     ratio = policy_ratio(torch.tensor(logp_new, dtype=torch.float64), torch.tensor(logp_old, dtype=torch.float64))
     surr = clipped_surrogate(ratio, torch.tensor(adv, dtype=torch.float64), eps, eps_high)
-    r = float(ratio)
-    # clip(r) and clip(r)*A are shown for the table; the min itself comes from clipped_surrogate.
-    clipped_ratio = min(max(r, 1.0 - eps), 1.0 + eps_high)
+    r, clipped_ratio = float(ratio), float(surr.clipped_ratio)
     return ClipResult(
         ratio=r, low=1.0 - eps, high=1.0 + eps_high, clipped_ratio=clipped_ratio,
         unclipped=r * adv, clipped=clipped_ratio * adv, objective=float(surr.objective),

@@ -16,8 +16,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rundir.layout import RunPaths, read_json, visible_parts
-from trainer.config import default_runs_dir
+from rundir.layout import RunPaths, default_runs_dir, read_json, visible_parts
 
 
 @dataclass(frozen=True)

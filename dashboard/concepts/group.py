@@ -31,7 +31,6 @@ class GroupResult:
     mean: float
     std: float  # the std that divided (population or N-1)
     zero_std: bool
-    std_mode: str
 
 
 def compute(rewards: list[float], std_mode: str = "group") -> GroupResult:
@@ -42,7 +41,6 @@ def compute(rewards: list[float], std_mode: str = "group") -> GroupResult:
         mean=float(out.mean[0]),
         std=float(out.std[0]),
         zero_std=bool(out.zero_std[0]),
-        std_mode=std_mode,
     )
 
 

@@ -63,8 +63,8 @@ def estimate(alpha: float, n: int, seed: int, labels: tuple[str, str] = ("k1", "
     p, q = policy(alpha), torch.tensor(REFERENCE, dtype=torch.float64)
     gen = torch.Generator().manual_seed(int(seed))
     x = torch.multinomial(p.float(), n, replacement=True, generator=gen)
-    logp, ref_logp = torch.log(p)[x], torch.log(q)[x]
-    k1, k3 = kl_k1(logp, ref_logp), kl_k3(logp, ref_logp)
+    log_p, log_q = torch.log(p), torch.log(q)
+    k1, k3 = kl_k1(log_p[x], log_q[x]), kl_k3(log_p[x], log_q[x])
     steps = torch.arange(1, n + 1, dtype=torch.float64)
     every = max(1, n // 300)  # thin the running-mean curve to a few hundred points
     idx = torch.arange(every - 1, n, every)
@@ -72,13 +72,12 @@ def estimate(alpha: float, n: int, seed: int, labels: tuple[str, str] = ("k1", "
         pd.DataFrame({"n": steps[idx].numpy(), "estimator": labels[0], "mean": (k1.cumsum(0) / steps)[idx].numpy()}),
         pd.DataFrame({"n": steps[idx].numpy(), "estimator": labels[1], "mean": (k3.cumsum(0) / steps)[idx].numpy()}),
     ], ignore_index=True)
-    all_x = torch.arange(len(REFERENCE))
     per_outcome = pd.DataFrame({
         "outcome": list(OUTCOMES),
         "P": p.numpy(),
         "Q": q.numpy(),
-        "k1": kl_k1(torch.log(p)[all_x], torch.log(q)[all_x]).numpy(),
-        "k3": kl_k3(torch.log(p)[all_x], torch.log(q)[all_x]).numpy(),
+        "k1": kl_k1(log_p, log_q).numpy(),
+        "k3": kl_k3(log_p, log_q).numpy(),
         "count": torch.bincount(x, minlength=len(REFERENCE)).numpy(),
     })
     return Estimate(

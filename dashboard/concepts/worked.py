@@ -93,8 +93,8 @@ def compute(beta: float = DEFAULT_BETA, eps: float = DEFAULT_EPS, aggregation: s
             rows.append({
                 "response": f"o{i + 1}", "t": t + 1, "token": tok,
                 "pi_old": float(old[i, t]), "pi_theta": float(new[i, t]), "pi_ref": float(ref[i, t]),
-                "A": float(A[i]), "ratio": r, "clip_ratio": min(max(r, 1 - eps), 1 + eps),
-                "rA": r * float(A[i]), "clipA": min(max(r, 1 - eps), 1 + eps) * float(A[i]),
+                "A": float(A[i]), "ratio": r, "clip_ratio": float(surr.clipped_ratio[i, t]),
+                "rA": r * float(A[i]), "clipA": float(surr.clipped_ratio[i, t]) * float(A[i]),
                 "min": float(surr.objective[i, t]),
                 "clipped": bool(surr.clipped_low[i, t] or surr.clipped_high[i, t]),
                 "kl": float(kl[i, t]), "term": float(term[i, t]),
