@@ -158,13 +158,19 @@ def test_group_shift_changes_the_mean_not_the_advantages(no_runs):
     assert advantages_line(at) == "-1.07, 0.00, -0.53, 1.60"
 
 
-def test_group_loaded_from_a_run_shows_the_logged_advantages(with_runs):
-    samples = read_table(with_runs / "grpo-fx", "samples")
+def group_page_on_run(name):
+    """The group-advantage page, reading its group from run `name`."""
     at = page("group_advantage")
     at.radio(key="group_source").set_value("run")
     rerun(at)
-    at.selectbox(key="group_run").set_value("grpo-fx")
+    at.selectbox(key="group_run").set_value(name)
     rerun(at)
+    return at
+
+
+def test_group_loaded_from_a_run_shows_the_logged_advantages(with_runs):
+    samples = read_table(with_runs / "grpo-fx", "samples")
+    at = group_page_on_run("grpo-fx")
     step = at.select_slider(key="group_step").value
     label = at.selectbox(key="group_pick").value
     logged = samples[(samples["step"] == step) & (samples["prompt_id"] == label)].sort_values("sample_idx")
@@ -179,11 +185,7 @@ def test_group_loaded_from_a_run_shows_the_logged_advantages(with_runs):
 
 def test_group_every_group_of_a_run_matches(with_runs):
     samples = read_table(with_runs / "grpo-fx", "samples")
-    at = page("group_advantage")
-    at.radio(key="group_source").set_value("run")
-    rerun(at)
-    at.selectbox(key="group_run").set_value("grpo-fx")
-    rerun(at)
+    at = group_page_on_run("grpo-fx")
     for step in sorted(samples["step"].unique()):
         at.select_slider(key="group_step").set_value(int(step))
         rerun(at)

@@ -3,8 +3,6 @@ copies of them: the page shows what it can, says what is wrong, and never shows 
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -13,6 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from rundir.layout import RunPaths, part_name, visible_parts, write_json_atomic
+from trainer_helpers import start_trainer, wait_trainers
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "dashboard" / "app.py")
@@ -23,12 +22,9 @@ FLAGS = ["--prompts-per-step", "4", "--sft-steps", "5", "--group-size", "4"]
 def runs(tmp_path_factory):
     """alpha and beta from the trainer (in parallel), then damaged and PPO-shaped copies of alpha."""
     root = tmp_path_factory.mktemp("runs")
-    procs = [subprocess.Popen([sys.executable, "-m", "trainer", "--runs-dir", str(root), "--name", name, *FLAGS, *extra],
-                              cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-             for name, extra in (("alpha", ["--max-steps", "8"]),
-                                 ("beta", ["--max-steps", "6", "--beta", "0", "--seed", "1", "--epsilon", "0.3"]))]
-    for p in procs:
-        assert p.wait(timeout=300) == 0, p.stderr.read().decode()[-2000:]
+    wait_trainers([start_trainer(root, "alpha", *FLAGS, "--max-steps", "8"),
+                   start_trainer(root, "beta", *FLAGS, "--max-steps", "6", "--beta", "0", "--seed", "1",
+                                 "--epsilon", "0.3")])
     alpha = root / "alpha"
 
     (root / "empty").mkdir()

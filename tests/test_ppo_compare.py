@@ -1,11 +1,11 @@
 """A real PPO run loads in the dashboard's Compare page beside a real GRPO run (same task, same seed)."""
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
+
+from trainer_helpers import start_trainer, wait_trainers
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "dashboard" / "app.py")
@@ -15,11 +15,7 @@ FLAGS = ["--prompts-per-step", "4", "--group-size", "4", "--sft-steps", "5", "--
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("runs")
-    procs = [subprocess.Popen([sys.executable, "-m", "trainer", "--runs-dir", str(root), "--name", algo,
-                               "--algo", algo, *FLAGS], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-             for algo in ("grpo", "ppo")]
-    for p in procs:
-        assert p.wait(timeout=300) == 0, p.stderr.read().decode()[-2000:]
+    wait_trainers([start_trainer(root, algo, "--algo", algo, *FLAGS) for algo in ("grpo", "ppo")])
     return root
 
 

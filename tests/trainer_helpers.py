@@ -26,6 +26,20 @@ def run_trainer(runs_dir: Path, name: str, *args: str, timeout: float = 300) -> 
                           text=True, timeout=timeout)
 
 
+def start_trainer(runs_dir: Path, name: str, *args: str) -> subprocess.Popen:
+    """A trainer in the background (stderr kept for the failure message); finish it with wait_trainers."""
+    return subprocess.Popen(trainer_cmd(runs_dir, name, *args), cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def wait_trainers(procs: list[subprocess.Popen], timeout: float = 300) -> None:
+    """Each trainer must succeed. communicate() drains stderr (progress bars fill it), so a
+    trainer never blocks on a full pipe the way wait() would let it."""
+    for proc in procs:
+        _, err = proc.communicate(timeout=timeout)
+        assert proc.returncode == 0, err[-2000:]
+
+
 def read_table(run_dir: Path, table: str) -> pd.DataFrame:
     parts = visible_parts(RunPaths(run_dir).table(table))
     return pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True) if parts else pd.DataFrame()

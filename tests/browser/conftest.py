@@ -20,6 +20,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests"))  # trainer_helpers, also when only tests/browser is collected
+from trainer_helpers import start_trainer, wait_trainers  # noqa: E402
+
 ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -46,22 +49,17 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def trainer(runs: Path, name: str, *extra: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "trainer", "--runs-dir", str(runs), "--name", name, *SMALL, *extra],
-                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-
-
 @pytest.fixture(scope="session")
 def server(tmp_path_factory):
     """(base url, runs folder) of a dashboard serving two finished runs, alpha and beta."""
     if not os.path.exists(CHROMIUM):
         pytest.fail("Debian's chromium is not installed: run make system-deps")
     runs = tmp_path_factory.mktemp("browser-runs")
-    made = [trainer(runs, "alpha", "--max-steps", "12"), trainer(runs, "beta", "--max-steps", "8", "--beta", "0")]
+    made = [start_trainer(runs, "alpha", *SMALL, "--max-steps", "12"),
+            start_trainer(runs, "beta", *SMALL, "--max-steps", "8", "--beta", "0")]
     try:
         with streamlit_server(runs) as url:
-            for p in made:
-                assert p.wait(timeout=240) == 0, p.stderr.read().decode()[-2000:]
+            wait_trainers(made, timeout=240)
             wait_until_healthy(url, runs)
             yield url, runs
     finally:
