@@ -8,7 +8,6 @@ each reader returns what it could read plus `problems`, one line a person can ac
 from __future__ import annotations
 
 import os
-import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
