@@ -5,6 +5,11 @@ Importing this module has no side effects (no model, no device, no global state)
 
 Shapes: `(B, T)` is B completions by T completion tokens; `mask` is 1 on real completion tokens
 (EOS included: stopping is an action), 0 on padding. `(N, G)` is N prompts by G responses each.
+
+The chapter's GRPO is the default of every function. The variants other trainers use are keyword
+options, each with the paper it comes from: batch std (`std_mode="batch"`), Dr. GRPO's constant
+normaliser (`aggregation="constant"`), GSPO's sequence-level ratio (`importance_level="sequence"`),
+truncated completions left out of the loss (DAPO's overlong filtering), an entropy bonus.
 """
 
 from __future__ import annotations
@@ -13,8 +18,9 @@ from dataclasses import dataclass
 
 import torch
 
-STD_MODES = ("group", "sample", "none")
-LOSS_AGGREGATIONS = ("sequence", "token")
+STD_MODES = ("group", "sample", "batch", "none")
+LOSS_AGGREGATIONS = ("sequence", "token", "constant")
+IMPORTANCE_LEVELS = ("token", "sequence")
 KL_ESTIMATORS = ("k1", "k3")
 
 # A group whose reward spread is below this is treated as "all equal": no learning signal.
@@ -28,7 +34,7 @@ ZERO_STD_TOL = 1e-6
 class GroupAdvantages:
     advantages: torch.Tensor  # (N, G); 0 where the reward is missing or the group has no spread
     mean: torch.Tensor  # (N,)
-    std: torch.Tensor  # (N,) the std that divided (1 for std_mode="none")
+    std: torch.Tensor  # (N,) the std that divided (1 for std_mode="none", the batch's std for "batch")
     zero_std: torch.Tensor  # (N,) bool: all scored rewards equal, or fewer than 2 scored
 
 
@@ -36,11 +42,22 @@ def group_advantages(rewards: torch.Tensor, std_mode: str = "group") -> GroupAdv
     """A_i = (r_i - mean) / std over each row of `rewards` (N, G).
 
     std_mode: "group" divides by the population std (1/G, the chapter); "sample" by the N-1 std
-    (TRL, verl); "none" only centres. NaN rewards mean "no score": left out of the mean and std,
-    advantage 0. A group whose scored rewards are all equal gets advantages 0, never NaN.
+    (TRL, verl); "batch" centres on the group mean but divides by the population std of every
+    scored reward in the batch (TRL's scale_rewards="batch"; "group mean, batch std" in Liu et al.,
+    "Tricks or Traps? A Deep Dive into RL for LLM Reasoning", 2025, arXiv:2508.08221); "none" only
+    centres (Dr. GRPO). NaN rewards mean "no score": left out of the mean and std, advantage 0.
+    A group whose scored rewards are all equal gets advantages 0, never NaN.
 
     >>> group_advantages(torch.tensor([[1., 3., 2., 6.]])).advantages.round(decimals=2)
     tensor([[-1.0700,  0.0000, -0.5300,  1.6000]])
+
+    Batch std: a group of one right answer in four (mean 0.25) and a group all right. The first
+    group's own std is 0.43 (A = 1.73 for the right answer); the batch's 8 rewards have std 0.48,
+    so the same answer gets A = 1.55. A hard prompt's rare success weighs a little less.
+
+    >>> group_advantages(torch.tensor([[1., 0., 0., 0.], [1., 1., 1., 1.]]), "batch").advantages.round(decimals=2)
+    tensor([[ 1.5500, -0.5200, -0.5200, -0.5200],
+            [ 0.0000,  0.0000,  0.0000,  0.0000]])
     """
     if std_mode not in STD_MODES:
         raise ValueError(f"std_mode: must be one of {STD_MODES}, got {std_mode!r}")
@@ -56,11 +73,24 @@ def group_advantages(rewards: torch.Tensor, std_mode: str = "group") -> GroupAdv
     var = sq_dev.sum(dim=1) / (count - ddof).clamp(min=1)
     spread = var.sqrt()
     zero_std = (count < 2) | (spread < ZERO_STD_TOL)
-    std = torch.ones_like(spread) if std_mode == "none" else spread
-    safe_std = torch.where(zero_std, torch.ones_like(std), std)
+    if std_mode == "none":
+        std = torch.ones_like(spread)
+    elif std_mode == "batch":
+        std = _batch_std(rewards, scored).expand_as(spread)
+    else:
+        std = spread
+    safe_std = torch.where(zero_std | (std < ZERO_STD_TOL), torch.ones_like(std), std)
     adv = (rewards - mean[:, None]) / safe_std[:, None]
     adv = torch.where(scored & ~zero_std[:, None], adv, torch.zeros_like(adv))
     return GroupAdvantages(adv.float(), mean.float(), std.float(), zero_std)
+
+
+def _batch_std(rewards: torch.Tensor, scored: torch.Tensor) -> torch.Tensor:
+    """Population std of every scored reward of the batch, all groups together (a 0-dim tensor)."""
+    values = rewards[scored]
+    if values.numel() == 0:
+        return torch.zeros((), dtype=rewards.dtype)
+    return ((values - values.mean()) ** 2).mean().sqrt()
 
 
 # --- policy ratio and clipped surrogate -------------------------------------------------------
@@ -69,6 +99,24 @@ def group_advantages(rewards: torch.Tensor, std_mode: str = "group") -> GroupAdv
 def policy_ratio(logp_new: torch.Tensor, logp_old: torch.Tensor) -> torch.Tensor:
     """r_t = pi_theta(o_t) / pi_old(o_t), computed in log space for stability."""
     return torch.exp(logp_new - logp_old)
+
+
+def sequence_ratio(logp_new: torch.Tensor, logp_old: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """GSPO's one ratio per response (B,): s_i = exp(1/|o_i| sum_t log r_it), the geometric mean
+    of its token ratios over its own tokens (padding left out).
+
+    The response, not the token, is what was rewarded, so GSPO clips the response: one number
+    that a single odd token cannot push out of range, and whose gradient spreads over every token
+    as s_i / |o_i|. See Zheng et al., "Group Sequence Policy Optimization", 2025, arXiv:2507.18071.
+
+    A token twice as likely and one half as likely cancel out; padding does not count:
+
+    >>> old = torch.log(torch.tensor([[0.2, 0.4, 1.0], [0.4, 0.4, 1.0]]))
+    >>> new = torch.log(torch.tensor([[0.4, 0.2, 1.0], [0.6, 0.6, 0.3]]))
+    >>> sequence_ratio(new, old, torch.tensor([[1, 1, 0], [1, 1, 0]]))
+    tensor([1.0000, 1.5000])
+    """
+    return torch.exp(masked_mean(logp_new - logp_old, mask, dim=1))
 
 
 @dataclass(frozen=True)
@@ -147,28 +195,65 @@ def masked_mean(values: torch.Tensor, mask: torch.Tensor, dim: int | None = None
     return (values * mask).sum(dim=dim) / mask.sum(dim=dim).clamp(min=1.0)
 
 
-def aggregate(per_token: torch.Tensor, mask: torch.Tensor, mode: str = "sequence") -> torch.Tensor:
+def aggregate(per_token: torch.Tensor, mask: torch.Tensor, mode: str = "sequence",
+              max_len: int | None = None) -> torch.Tensor:
     """Reduce a (B, T) per-token quantity to a scalar.
 
     "sequence" (the chapter): mean over each response's own length, then mean over responses:
-    every response weighs the same, however long. "token": one mean over all tokens of the batch
-    (DAPO, TRL's "dapo"/"bnpo"): every token weighs the same, so long responses weigh more.
+    every response weighs the same, however long. A response with no token left in `mask` (a
+    masked truncated one) is left out of that mean, not counted as a zero.
+    "token": one mean over all tokens of the batch (DAPO, TRL's "dapo"/"bnpo"): every token weighs
+    the same, so long responses weigh more.
+    "constant" (Dr. GRPO): the sum over all tokens divided by B * max_len, a number fixed by the
+    config, so neither a response's length nor the batch's token count rescales its tokens. See
+    Liu et al., "Understanding R1-Zero-Like Training: A Critical Perspective", 2025, arXiv:2503.20783.
+
+    Two responses of 4 and 1 tokens, every term 1: per response 1 and 1; per token 5/5; constant
+    with max_len 4: 5 / (2 * 4).
+
+    >>> x, m = torch.ones(2, 4), torch.tensor([[1, 1, 1, 1], [1, 0, 0, 0]])
+    >>> [round(float(aggregate(x, m, mode, max_len=4)), 3) for mode in LOSS_AGGREGATIONS]
+    [1.0, 1.0, 0.625]
     """
     if mode not in LOSS_AGGREGATIONS:
         raise ValueError(f"loss_aggregation: must be one of {LOSS_AGGREGATIONS}, got {mode!r}")
     if mode == "sequence":
-        return masked_mean(per_token, mask, dim=1).mean()
+        per_response = masked_mean(per_token, mask, dim=1)
+        has_tokens = mask.sum(dim=1) > 0
+        if bool(has_tokens.all()):
+            return per_response.mean()
+        return (per_response * has_tokens).sum() / has_tokens.sum().clamp(min=1)
+    if mode == "constant":
+        if max_len is None or max_len < 1:
+            raise ValueError(f"loss_aggregation 'constant' needs max_len >= 1 (the longest completion), got {max_len!r}")
+        return (per_token * mask.to(per_token.dtype)).sum() / (per_token.shape[0] * max_len)
     return masked_mean(per_token, mask)
+
+
+def mask_truncated(mask: torch.Tensor, truncated: torch.Tensor) -> torch.Tensor:
+    """`mask` (B, T) with every token of a truncated response (B,) set to 0: out of the loss.
+
+    A completion cut at max_new_tokens was never finished, yet a reward that reads its last
+    number can still score it; DAPO's "overlong filtering" leaves such completions out of the
+    loss instead of teaching from them (Yu et al., "DAPO", 2025, arXiv:2503.14476).
+
+    >>> mask_truncated(torch.tensor([[1, 1, 1], [1, 1, 0]]), torch.tensor([True, False]))
+    tensor([[0, 0, 0],
+            [1, 1, 0]])
+    """
+    return mask * (~truncated.bool())[:, None].to(mask.dtype)
 
 
 @dataclass(frozen=True)
 class GRPOLoss:
-    loss: torch.Tensor  # scalar to minimise: -(surrogate - beta * KL), aggregated
+    loss: torch.Tensor  # scalar to minimise: -(surrogate - beta * KL + entropy_coef * H), aggregated
     policy_loss: torch.Tensor  # scalar: -surrogate, aggregated
     kl: torch.Tensor  # (B, T) per-token KL (zeros when beta == 0)
-    ratio: torch.Tensor  # (B, T)
-    clipped_low: torch.Tensor  # (B, T) bool
+    ratio: torch.Tensor  # (B, T); with importance_level="sequence" every token holds its response's s_i
+    clipped_low: torch.Tensor  # (B, T) bool; per sequence (the same on all its tokens) at sequence level
     clipped_high: torch.Tensor  # (B, T) bool
+    loss_mask: torch.Tensor  # (B, T) the tokens that counted: `mask` less masked truncated responses
+    entropy: torch.Tensor  # scalar: the aggregated entropy the bonus rewarded (0 without a bonus)
 
 
 def grpo_loss(
@@ -181,23 +266,48 @@ def grpo_loss(
     eps_high: float | None = None,
     beta: float = 0.0,
     aggregation: str = "sequence",
+    *,
+    max_len: int | None = None,
+    importance_level: str = "token",
+    truncated: torch.Tensor | None = None,
+    entropy: torch.Tensor | None = None,
+    entropy_coef: float = 0.0,
 ) -> GRPOLoss:
     """The chapter's objective, negated for minimisation:
 
     J = 1/G sum_i 1/|o_i| sum_t [ min(r_it A_i, clip(r_it, 1-eps, 1+eps) A_i) - beta KL_it ]
 
-    `advantages` is (B,) one value per response (GRPO) or (B, T) per token (PPO).
+    `advantages` is (B,) one value per response (GRPO) or (B, T) per token (PPO). The keywords
+    are the variants, all off by default: `aggregation` "token" / "constant" (with `max_len`, the
+    longest completion allowed) replaces the 1/G 1/|o_i| averaging; `importance_level="sequence"`
+    uses GSPO's one ratio per response (`sequence_ratio`) in place of r_it; `truncated` (B,) bool
+    leaves those responses out of the loss; `entropy` (B, T) with `entropy_coef` > 0 adds
+    + entropy_coef * H_t to every token's term (a bonus for keeping the policy spread out).
     """
-    ratio = policy_ratio(logp, old_logp)
+    if importance_level not in IMPORTANCE_LEVELS:
+        raise ValueError(f"importance_level: must be one of {IMPORTANCE_LEVELS}, got {importance_level!r}")
+    if importance_level == "sequence":
+        if advantages.dim() != 1:
+            raise ValueError("importance_level 'sequence' needs one advantage per response, (B,)")
+        ratio = sequence_ratio(logp, old_logp, mask)[:, None].expand_as(logp)
+    else:
+        ratio = policy_ratio(logp, old_logp)
     adv = advantages[:, None] if advantages.dim() == 1 else advantages
     surr = clipped_surrogate(ratio, adv, eps_low, eps_high)
     if beta > 0 and ref_logp is not None:
         kl = kl_k3(logp, ref_logp)
     else:
         kl = torch.zeros_like(logp)
-    policy_loss = -aggregate(surr.objective, mask, aggregation)
-    loss = -aggregate(surr.objective - beta * kl, mask, aggregation)
-    return GRPOLoss(loss, policy_loss, kl, ratio, surr.clipped_low, surr.clipped_high)
+    loss_mask = mask if truncated is None else mask_truncated(mask, truncated)
+    per_token = surr.objective - beta * kl
+    bonus = torch.zeros((), dtype=logp.dtype)
+    if entropy_coef and entropy is not None:
+        bonus = aggregate(entropy, loss_mask, aggregation, max_len)
+        per_token = per_token + entropy_coef * entropy
+    policy_loss = -aggregate(surr.objective, loss_mask, aggregation, max_len)
+    loss = -aggregate(per_token, loss_mask, aggregation, max_len)
+    return GRPOLoss(loss=loss, policy_loss=policy_loss, kl=kl, ratio=ratio, clipped_low=surr.clipped_low,
+                    clipped_high=surr.clipped_high, loss_mask=loss_mask, entropy=bonus)
 
 
 # --- PPO: GAE and the value loss --------------------------------------------------------------
