@@ -31,6 +31,7 @@ navigation = st.navigation({
         st.Page(PAGES / "ratio_clip.py", title="Ratio and clip", icon="✂️", url_path="ratio-clip"),
         st.Page(PAGES / "kl_divergence.py", title="KL divergence", icon="↔️", url_path="kl-divergence"),
         st.Page(PAGES / "grpo_objective.py", title="The GRPO objective", icon="🧮", url_path="grpo-objective"),
+        st.Page(PAGES / "grpo_variants.py", title="GRPO and its variants", icon="🧬", url_path="grpo-variants"),
         st.Page(PAGES / "quiz.py", title="Quiz", icon="❓", url_path="quiz"),
     ],
 })

@@ -561,4 +561,250 @@ TEXT: dict[str, tuple[str, str]] = {
         "KL 永远非负，只有两个分布相同时才为 0，但它不对称：P = [0.5, 0.5]、Q = [0.25, 0.75] 时，"
         "KL(P‖Q) = 0.144，而 KL(Q‖P) = 0.131。单个词元的 k1 可以为负，只有它的平均值才是 KL 的估计（永不为负的是 k3）。",
     ),
+
+    # --- GRPO and its variants (dashboard/app_pages/grpo_variants.py) -------------------------
+    "var.title": ("GRPO and its variants", "GRPO 及其变体"),
+    "var.intro": (
+        "The chapter's GRPO is one point in a family. Later papers changed one piece each: how the advantage "
+        "is scaled, how token terms are averaged, whether the ratio is taken per token or per response, what "
+        "happens to truncated answers and to groups with no spread. Every option below is a trainer flag; "
+        "every number on this page comes from the trainer's own `trainer/objective.py`.",
+        "本章的 GRPO 只是一个家族中的一员。后来的论文各自改动了其中一块：优势如何缩放、词元项如何平均、比率按词元还是按整个回答计算、"
+        "被截断的回答和没有差异的组如何处理。下面每个选项都是训练器的一个参数；本页每个数字都来自训练器自己的 "
+        "`trainer/objective.py`。",
+    ),
+    "var.name.chapter": ("The chapter's GRPO", "本章的 GRPO"),
+    "var.name.dr_grpo": ("Dr. GRPO", "Dr. GRPO"),
+    "var.name.dapo": ("DAPO", "DAPO"),
+    "var.name.gspo": ("GSPO", "GSPO"),
+    "var.options_title": ("What each variant changes", "每个变体改了什么"),
+    "var.opt.option": ("option", "选项"),
+    "var.opt.std_mode": ("advantage scale `--std-mode`", "优势缩放 `--std-mode`"),
+    "var.opt.aggregation": ("token averaging `--loss-aggregation`", "词元平均 `--loss-aggregation`"),
+    "var.opt.ratio": ("importance ratio `--importance-level`", "重要性比率 `--importance-level`"),
+    "var.opt.clip": ("clip range `--epsilon`, `--epsilon-high`", "裁剪范围 `--epsilon`、`--epsilon-high`"),
+    "var.opt.truncated": ("truncated answers `--mask-truncated`", "被截断的回答 `--mask-truncated`"),
+    "var.opt.equal": ("groups with equal rewards `--dynamic-sampling`", "奖励全相同的组 `--dynamic-sampling`"),
+    "var.opt.preset": ("launch-form preset", "启动表单预设"),
+    "var.val.std.group": ("÷ the group's std", "÷ 组内标准差"),
+    "var.val.std.sample": ("÷ the group's N−1 std", "÷ 组内 N−1 标准差"),
+    "var.val.std.batch": ("÷ the batch's std", "÷ 整批标准差"),
+    "var.val.std.none": ("centre only (no ÷ std)", "只减均值（不除标准差）"),
+    "var.val.agg.sequence": ("1/G · 1/|o_i|: mean per response", "1/G · 1/|o_i|：先在回答内平均"),
+    "var.val.agg.token": ("one mean over all tokens", "对所有词元统一平均"),
+    "var.val.agg.constant": ("sum ÷ (G · max_new_tokens)", "求和 ÷ (G · max_new_tokens)"),
+    "var.val.level.token": ("per token: r_t", "逐词元：r_t"),
+    "var.val.level.sequence": ("per response: s_i, the geometric mean", "逐回答：s_i，几何平均"),
+    "var.val.trunc.kept": ("in the loss", "计入损失"),
+    "var.val.trunc.masked": ("left out of the loss", "不计入损失"),
+    "var.val.equal.kept": ("kept (advantages 0: no signal)", "保留（优势为 0：没有信号）"),
+    "var.val.equal.dropped": ("dropped; more prompts are sampled", "丢弃；再采样更多提示词"),
+    "var.papers": (
+        "Dr. GRPO: Liu et al., “Understanding R1-Zero-Like Training: A Critical Perspective” (2025, "
+        "arXiv:2503.20783). DAPO: Yu et al., “DAPO: An Open-Source LLM Reinforcement Learning System at Scale” "
+        "(2025, arXiv:2503.14476). GSPO: Zheng et al., “Group Sequence Policy Optimization” (2025, "
+        "arXiv:2507.18071). Batch std: Liu et al., “Part I: Tricks or Traps? A Deep Dive into RL for LLM "
+        "Reasoning” (2025, arXiv:2508.08221). The presets keep β and the rest of the chapter's defaults, so "
+        "only the objective differs.",
+        "Dr. GRPO：Liu 等，《Understanding R1-Zero-Like Training: A Critical Perspective》（2025，arXiv:2503.20783）。"
+        "DAPO：Yu 等，《DAPO: An Open-Source LLM Reinforcement Learning System at Scale》（2025，arXiv:2503.14476）。"
+        "GSPO：Zheng 等，《Group Sequence Policy Optimization》（2025，arXiv:2507.18071）。整批标准差：Liu 等，"
+        "《Part I: Tricks or Traps? A Deep Dive into RL for LLM Reasoning》（2025，arXiv:2508.08221）。预设保留 β 和本章的"
+        "其他默认值，因此只有目标函数不同。",
+    ),
+    "var.group_title": ("One group, four objectives", "一个组，四种目标函数"),
+    "var.group_intro": (
+        "Prompt `3+4=`, G = 4 responses: o1 `7` (2 tokens), o2 `12` (3 tokens), o3 `3+4=7` (6 tokens) and o4, a "
+        "long rambling answer whose length you choose (at {max_len} tokens, the demo's max_new_tokens, it is cut "
+        "without EOS: truncated). Set the rewards, and how far the policy has moved since sampling.",
+        "提示词 `3+4=`，G = 4 个回答：o1 `7`（2 个词元）、o2 `12`（3 个词元）、o3 `3+4=7`（6 个词元），以及 o4——一个长度由你"
+        "选择的冗长回答（达到 {max_len} 个词元，即本例的 max_new_tokens 时，它在没有 EOS 的情况下被截断）。设置奖励，以及采样后"
+        "策略移动了多远。",
+    ),
+    "var.reward_i": ("r{i}", "r{i}"),
+    "var.long_len": ("Length of o4, the long answer ({max_len}: cut, truncated)",
+                     "o4（长回答）的长度（{max_len}：被截断）"),
+    "var.drift": ("How far π_θ has moved from π_old (0: the first pass, every ratio 1)",
+                  "π_θ 偏离 π_old 的程度（0：第一遍，所有比率都是 1）"),
+    "var.truncated_note": (
+        "o4 reached max_new_tokens = {max_len} without EOS: it is truncated. A reward that reads its last "
+        "number could still score it 1; set r4 = 1 to see which variants would then teach it.",
+        "o4 达到 max_new_tokens = {max_len} 仍没有 EOS：它被截断了。只读最后一个数字的奖励仍可能给它 1 分；把 r4 设为 1，"
+        "看看哪些变体会因此去学它。",
+    ),
+    "var.run_intro": (
+        "Step {step} of the run, one group; max_new_tokens = {max_len}. Rewards, lengths and truncation are the "
+        "logged ones; the token ratios are those of the run's last pass where tables/tokens has the group.",
+        "该运行第 {step} 步的一个组；max_new_tokens = {max_len}。奖励、长度和截断都来自记录；如果 tables/tokens 中有这个组，"
+        "词元比率取该运行最后一遍的数值。",
+    ),
+    "var.run_no_tokens": (
+        "This group has no per-token rows (tables/tokens): every ratio is taken as 1, as on the first pass.",
+        "这个组没有逐词元记录（tables/tokens）：所有比率按 1 计算，如同第一遍。",
+    ),
+    "var.col.response": ("response", "回答"),
+    "var.col.reward": ("reward", "奖励"),
+    "var.col.length": ("|o_i|", "|o_i|"),
+    "var.col.truncated": ("truncated", "被截断"),
+    "var.col.push": ("push per token", "每个词元的推动"),
+    "var.col.position": ("token position t", "词元位置 t"),
+    "var.col.max_token_ratio": ("largest token ratio", "最大词元比率"),
+    "var.col.clipped": ("clipped tokens", "被裁剪的词元"),
+    "var.col.group": ("group", "组"),
+    "var.col.this": ("this group", "本组"),
+    "var.col.other": ("another prompt", "另一个提示词"),
+    "var.col.len": ("length of the long answer o4 (tokens)", "长回答 o4 的长度（词元数）"),
+    "var.col.per_token": ("push on each of its tokens", "它每个词元受到的推动"),
+    "var.col.total": ("push on the whole answer", "整个回答受到的推动"),
+    "var.col.per_token_title": ("Per token of o4", "o4 的每个词元"),
+    "var.col.total_title": ("All of o4's tokens together", "o4 全部词元合计"),
+    "var.state.clipped": ("clipped (zero gradient)", "被裁剪（梯度为零）"),
+    "var.state.masked": ("out of the loss", "不计入损失"),
+    "var.state.dropped": ("group dropped", "整组被丢弃"),
+    "var.outcome_line": (
+        "**{name}**: loss {loss:.4f}; the clip stops {clipped} of {tokens} tokens; {masked:.0%} of the tokens are "
+        "out of the loss.",
+        "**{name}**：损失 {loss:.4f}；裁剪使 {tokens} 个词元中的 {clipped} 个停止更新；{masked:.0%} 的词元不计入损失。",
+    ),
+    "var.dropped_line": (
+        "**{name}**: the rewards are all equal, so dynamic sampling drops the group and draws another prompt "
+        "in its place; nothing of it reaches the loss.",
+        "**{name}**：奖励全部相同，动态采样丢弃这个组，并另抽一个提示词补上；它的任何部分都不进入损失。",
+    ),
+    "var.push_note": (
+        "Each cell is −∂loss/∂log π_θ(o_t): how much one gradient-descent step raises (green) or lowers (red) "
+        "that token's log-probability, per unit of learning rate. It holds everything at once: the advantage, "
+        "the normaliser's weight, the ratio and the clip. ✂: the clip stopped the gradient; ·: the token is "
+        "out of the loss.",
+        "每个格子是 −∂loss/∂log π_θ(o_t)：一步梯度下降（按单位学习率）把该词元的对数概率提高（绿色）或降低（红色）多少。"
+        "它一次包含了所有因素：优势、归一化的权重、比率和裁剪。✂：裁剪使梯度为零；·：该词元不计入损失。",
+    ),
+    "var.equal_now": (
+        "All rewards of this group are equal: every advantage is 0 and no variant learns anything from it; "
+        "DAPO at least does not spend a batch slot on it.",
+        "这个组的奖励全部相同：所有优势都是 0，没有哪个变体能从中学到东西；DAPO 至少不会为它占用批次中的名额。",
+    ),
+    "var.clip_title": ("Clip per token or per response", "按词元裁剪还是按回答裁剪"),
+    "var.clip_intro": (
+        "The chapter clips each token's ratio r_t to [1 − ε, 1 + ε]: one token that moved a lot stops, its "
+        "neighbours keep learning. GSPO takes one ratio per response, s_i = exp(mean_t log r_t), and clips "
+        "that: the whole response stops or none of it. Because s_i averages the log-ratios of many tokens it "
+        "moves far less than single tokens, hence GSPO's tiny ε (3·10⁻⁴, 4·10⁻⁴ in the paper). At drift 0, "
+        "the first pass, every ratio is 1 and both give the same gradient.",
+        "本章把每个词元的比率 r_t 裁剪到 [1 − ε, 1 + ε]：变化很大的那个词元停止更新，相邻的词元继续学习。GSPO 对每个回答只取"
+        "一个比率 s_i = exp(mean_t log r_t) 并对它裁剪：整个回答要么全部停止，要么全部继续。由于 s_i 是许多词元对数比率的平均，"
+        "它的变化远小于单个词元，因此 GSPO 的 ε 很小（论文中为 3·10⁻⁴、4·10⁻⁴）。偏移为 0（第一遍）时，所有比率都是 1，"
+        "两者给出相同的梯度。",
+    ),
+    "var.long_title": ("A long wrong answer", "一个长的错误回答"),
+    "var.long_intro": (
+        "o4 is wrong (A < 0). How hard is each of its tokens pushed down as it grows? With the chapter's 1/|o_i| "
+        "the answer's total push is fixed, so each token gets 1/|o_i| of it: a long wrong answer is punished "
+        "less per token than a short one, which quietly favours rambling. Dr. GRPO divides by a constant "
+        "instead, so each token gets the same push whatever the length. DAPO's token mean sits in between, and "
+        "at {max_len} tokens (truncated) DAPO leaves the answer out altogether. The curves are at the first pass "
+        "(every ratio 1), where GSPO averages as the chapter does: its line lies on the chapter's.",
+        "o4 是错误的（A < 0）。随着它变长，每个词元被压低的力度有多大？在本章的 1/|o_i| 下，整个回答受到的推动是固定的，"
+        "每个词元只得到其中的 1/|o_i|：长的错误回答每个词元受到的惩罚比短的更少，这在不知不觉中鼓励了冗长。Dr. GRPO 改为除以常数，"
+        "因此无论长短，每个词元受到相同的推动。DAPO 的按词元平均介于两者之间；到 {max_len} 个词元（被截断）时，DAPO 干脆把这个回答排除在外。"
+        "曲线取第一遍（所有比率为 1）时的值，此时 GSPO 的平均方式与本章相同：它的曲线与本章的重合。",
+    ),
+    "var.long_result": (
+        "At 8 tokens, each token of o4 is pushed by {chapter:+.4f} (the chapter), {dr:+.4f} (Dr. GRPO) and "
+        "{dapo:+.4f} (DAPO); at {max_len}, DAPO's push is 0.",
+        "长度为 8 个词元时，o4 每个词元受到的推动为 {chapter:+.4f}（本章）、{dr:+.4f}（Dr. GRPO）和 {dapo:+.4f}（DAPO）；"
+        "到 {max_len} 个词元时，DAPO 的推动为 0。",
+    ),
+    "var.zero_title": ("Groups with equal rewards", "奖励全相同的组"),
+    "var.zero_intro": (
+        "When all G rewards of a group are equal, every advantage is 0: the group costs a full share of "
+        "sampling and teaches nothing (the trainer counts it in `groups/frac_zero_std`). With 0/1 rewards that "
+        "happens with probability p^G + (1 − p)^G, so it grows as the model gets good (or stays bad) at a "
+        "prompt. DAPO's dynamic sampling drops those groups and samples more prompts until the batch is full "
+        "of groups with a spread: every update keeps its size, at the price of extra sampling.",
+        "当一个组的 G 个奖励全部相同时，所有优势都为 0：这个组占用了一整份采样开销，却什么也学不到（训练器把它计入 "
+        "`groups/frac_zero_std`）。对 0/1 奖励，这种情况的概率是 p^G + (1 − p)^G，所以当模型在某个提示词上变得很好（或一直很差）时，"
+        "它会变大。DAPO 的动态采样丢弃这些组，并继续采样更多提示词，直到批次中都是有差异的组：每次更新的规模不变，代价是额外的采样。",
+    ),
+    "var.p": ("Chance p that a response is right", "单个回答答对的概率 p"),
+    "var.G": ("G", "G"),
+    "var.chart.p": ("p: chance a response is right", "p：单个回答答对的概率"),
+    "var.chart.frac": ("groups with no signal", "没有信号的组"),
+    "var.chart.zero_title": ("Share of groups whose rewards are all equal", "奖励全相同的组所占比例"),
+    "var.zero_result": ("With p = {p:.0%} and G = {G}, {frac:.0%} of the groups have no signal.",
+                        "p = {p:.0%}、G = {G} 时，{frac:.0%} 的组没有信号。"),
+    "var.zero_cost": ("Dynamic sampling then draws about {cost:.2f} prompts for each group it keeps.",
+                      "此时动态采样平均每保留一个组，需要抽取约 {cost:.2f} 个提示词。"),
+    "var.zero_never": ("No group has a signal at all: dynamic sampling would stop at its bound on extra rounds.",
+                       "所有组都没有信号：动态采样会在额外采样轮数达到上限时停止。"),
+    "var.scale_title": ("The advantage scale: group, sample, batch or none", "优势的缩放：组、样本、整批或不缩放"),
+    "var.scale_intro": (
+        "Every mode centres on the group's own mean; they differ in what divides. `group` (the chapter) and "
+        "`sample` (N − 1) use the group's own std, so a group where one answer in four is right gives it the "
+        "same large advantage as any other: a nearly solved or nearly hopeless prompt is scaled up. `batch` "
+        "divides by the std of every reward in the step, so groups keep their relative size. `none` (Dr. GRPO) "
+        "only centres. Below, this group and one other prompt of the same step.",
+        "所有模式都减去本组自己的均值，区别在于除以什么。`group`（本章）和 `sample`（N − 1）用本组自己的标准差，因此四个回答中只有一个答对"
+        "的组，会给那个回答和其他组一样大的优势：几乎已解决或几乎无望的提示词被放大了。`batch` 除以这一步所有奖励的标准差，"
+        "各组保持相对大小。`none`（Dr. GRPO）只减均值。下面是本组和同一步中的另一个提示词。",
+    ),
+    "var.other_right": ("Right answers in the other prompt's group (of 4)", "另一个提示词的组中答对的个数（共 4 个）"),
+    "var.scale_note": (
+        "Dr. GRPO argues the std division is a bias: it weighs prompts by how uncertain their rewards are, not "
+        "by how much there is to learn. Batch std keeps a scale (so the learning rate means the same thing) "
+        "without that per-prompt reweighting.",
+        "Dr. GRPO 认为除以标准差是一种偏差：它按奖励的不确定程度给提示词加权，而不是按有多少东西可学。整批标准差保留了一个尺度"
+        "（学习率的含义不变），又没有按提示词重新加权。",
+    ),
+    "var.quiz_title": ("Check yourself", "自测"),
+    "quiz.var_equal.q": ("What does DAPO's dynamic sampling do with a group whose G rewards are all equal?",
+                         "对于 G 个奖励全部相同的组，DAPO 的动态采样怎么处理？"),
+    "quiz.var_equal.o1": ("Divides by a small ε instead of the std, so the advantages are large.",
+                          "用一个很小的 ε 代替标准差做除数，使优势变大。"),
+    "quiz.var_equal.o2": ("Drops it and samples more prompts until the batch holds enough groups with a spread.",
+                          "丢弃它，并采样更多提示词，直到批次中有足够多有差异的组。"),
+    "quiz.var_equal.o3": ("Gives every response of the group advantage +1.", "给组内每个回答 +1 的优势。"),
+    "quiz.var_equal.o4": ("Keeps sampling the same prompt until one answer differs.", "对同一个提示词反复采样，直到有一个回答不同。"),
+    "quiz.var_equal.why": (
+        "Equal rewards give advantages 0: the group would cost sampling and teach nothing. Dynamic sampling "
+        "throws such groups away and draws new prompts (up to a bound on extra rounds) so each update is made "
+        "of groups with a signal. The dropped groups are still logged, marked, so you can see what was thrown away.",
+        "奖励相同则优势为 0：这个组只消耗采样，什么也教不了。动态采样丢弃这样的组，并抽取新的提示词（额外轮数有上限），"
+        "使每次更新都由有信号的组组成。被丢弃的组仍会被记录并加以标记，你可以看到丢掉了什么。",
+    ),
+    "quiz.var_length.q": (
+        "Under the chapter's 1/|o_i| averaging, how hard is each token of a long wrong answer pushed down, "
+        "compared with a short wrong answer?",
+        "在本章的 1/|o_i| 平均下，与短的错误回答相比，长的错误回答的每个词元被压低的力度如何？",
+    ),
+    "quiz.var_length.o1": (
+        "Less: the answer's push is shared among more tokens. Dr. GRPO's constant normaliser pushes each "
+        "token the same whatever the length.",
+        "更小：整个回答的推动被更多词元分摊。Dr. GRPO 的常数归一化使每个词元受到相同的推动，与长度无关。",
+    ),
+    "quiz.var_length.o2": ("More: a long answer has more tokens to punish.", "更大：长回答有更多词元可以惩罚。"),
+    "quiz.var_length.o3": ("The same: the advantage does not depend on length.", "相同：优势与长度无关。"),
+    "quiz.var_length.o4": ("Not at all: long answers are left out of the loss.", "完全不压低：长回答不计入损失。"),
+    "quiz.var_length.why": (
+        "Each response weighs 1/G in total and its tokens share it as 1/|o_i|, so the per-token push shrinks "
+        "as the answer grows: wrong answers are punished less when they are long. Dr. GRPO divides the sum by "
+        "a constant (G · max_new_tokens) instead; only truncated answers, with --mask-truncated, leave the loss.",
+        "每个回答总共占 1/G 的权重，它的词元按 1/|o_i| 分摊，所以回答越长，每个词元受到的推动越小：错误回答越长受到的惩罚越轻。"
+        "Dr. GRPO 改为把总和除以一个常数（G · max_new_tokens）；只有被截断的回答在 --mask-truncated 下才不计入损失。",
+    ),
+    "quiz.var_gspo.q": ("What does GSPO clip?", "GSPO 裁剪的是什么？"),
+    "quiz.var_gspo.o1": ("Each token's ratio, as PPO does, but with a larger ε.", "和 PPO 一样裁剪每个词元的比率，只是 ε 更大。"),
+    "quiz.var_gspo.o2": ("The advantages, to [−ε, ε].", "优势，裁剪到 [−ε, ε]。"),
+    "quiz.var_gspo.o3": (
+        "One ratio per response, the geometric mean of its token ratios: the whole response is clipped or none of it.",
+        "每个回答一个比率，即它各词元比率的几何平均：整个回答要么全部被裁剪，要么都不被裁剪。",
+    ),
+    "quiz.var_gspo.o4": ("The reward of each response.", "每个回答的奖励。"),
+    "quiz.var_gspo.why": (
+        "The reward belongs to the response, so GSPO weighs the response: s_i = exp(1/|o_i| Σ_t log r_t). An "
+        "average of log-ratios moves little, so its ε is tiny (3·10⁻⁴ to 4·10⁻⁴ in the paper). With one pass "
+        "every ratio is 1 and GSPO's gradient equals the chapter's.",
+        "奖励属于整个回答，所以 GSPO 按回答计算比率：s_i = exp(1/|o_i| Σ_t log r_t)。对数比率的平均变化很小，所以它的 ε 很小"
+        "（论文中为 3·10⁻⁴ 到 4·10⁻⁴）。只做一遍优化时，所有比率都是 1，GSPO 的梯度与本章的相同。",
+    ),
 }

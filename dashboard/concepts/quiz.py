@@ -12,12 +12,19 @@ QUESTIONS = (
     ("kl_fact", 4, 1),  # >= 0, zero only when equal, not symmetric
 )
 
+# The "GRPO and its variants" page's own questions (same text layout in i18n.py).
+VARIANT_QUESTIONS = (
+    ("var_equal", 4, 1),  # dynamic sampling drops the group and samples more prompts
+    ("var_length", 4, 0),  # 1/|o_i| dilutes a long answer's per-token push; Dr. GRPO does not
+    ("var_gspo", 4, 2),  # GSPO clips one ratio per response, the geometric mean
+)
+
 
 def is_right(qid: str, choice: int | None) -> bool | None:
     """True / False for an answer, None while unanswered."""
     if choice is None:
         return None
-    for q, _, right in QUESTIONS:
+    for q, _, right in QUESTIONS + VARIANT_QUESTIONS:
         if q == qid:
             return choice == right
     raise KeyError(qid)
