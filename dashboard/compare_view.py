@@ -98,7 +98,7 @@ def side_by_side(runs: list[RunInfo]) -> None:
                 st.caption(f"{name}: no group of {prompt} at or before that step.")
                 continue
             last = found.iloc[-1]
-            group, problems = groups_view.group_rows(name, (int(last["step"]), prompt, int(last["occurrence"])))
+            group, problems = groups_view.group_rows(name, (int(last["step"]), int(last["group"])))
             ui.warn(problems)
             st.markdown(f"**{name}** · step {int(last['step'])} · mean {last['mean_reward']:.3f} · "
                         f"std {last['std']:.3f} · std_mode `{(info.config or {}).get('std_mode', 'group')}`")

@@ -16,7 +16,7 @@ FINDERS = {
     "search": "Search completions",
     "prompt": "Same prompt across steps",
 }
-Target = tuple[int, str, int]  # (step, prompt_id, occurrence)
+Target = tuple[int, int]  # (step, group): a group, exactly (docs/run-directory.md)
 
 
 def _pick_row(df: pd.DataFrame, key: str, columns: list[str]) -> int | None:
@@ -48,10 +48,10 @@ def find(run: str, mode: str, current_prompt: str | None) -> Target | None:
         ui.warn(problems)
         if rows.empty:
             return None
-        groups = rows.groupby("group", sort=True).agg(prompt_id=("prompt_id", "first"), occurrence=("occurrence", "first"),
+        groups = rows.groupby("group", sort=True).agg(prompt_id=("prompt_id", "first"),
                                                       mean=("reward", "mean"), std=("reward", lambda r: r.std(ddof=0)),
                                                       signal=("advantage", lambda a: bool((a != 0).any())))
-        labels = {g: f"{r.prompt_id}{f' (#{r.occurrence + 1})' if r.occurrence else ''} · mean {r['mean']:.2f} · "
+        labels = {g: f"#{g} {r.prompt_id} · mean {r['mean']:.2f} · "
                      f"std {r['std']:.2f}{'' if r.signal else ' · no signal'}" for g, r in groups.iterrows()}
         options = list(labels)
         detail = int(cfg_value(run, "token_detail_groups", 2))
@@ -60,7 +60,7 @@ def find(run: str, mode: str, current_prompt: str | None) -> Target | None:
         first = next((g for g in with_signal if g < detail), with_signal[0] if with_signal else options[0])
         g = c2.selectbox(f"Group ({len(groups)} at step {step})", options, index=options.index(first),
                          format_func=labels.get, key=f"groups_pick_{step}")
-        return int(step), str(groups.loc[g, "prompt_id"]), int(groups.loc[g, "occurrence"])
+        return int(step), int(g)
     if mode == "search":
         text = st.text_input("Text in completions", key="groups_search", placeholder="e.g. 12")
         if not text:
@@ -71,9 +71,9 @@ def find(run: str, mode: str, current_prompt: str | None) -> Target | None:
             st.caption("No completion contains that text.")
             return None
         st.caption(f"{len(hits)} completions{' (first 200)' if len(hits) >= 200 else ''}, newest first:")
-        i = _pick_row(hits, "groups_hits", ["step", "prompt_id", "sample_idx", "completion", "reward", "advantage"])
-        hit = hits.iloc[i]
-        return _group_of_hit(run, hit)
+        i = _pick_row(hits, "groups_hits", ["step", "group", "prompt_id", "sample_idx", "completion", "reward",
+                                            "advantage"])
+        return int(hits.iloc[i]["step"]), int(hits.iloc[i]["group"])
     arg = ""
     if mode == "prompt":
         ids, problems = queries.prompt_ids(run)
@@ -91,9 +91,8 @@ def find(run: str, mode: str, current_prompt: str | None) -> Target | None:
     if mode == "prompt":
         st.vega_lite_chart(spec=charts.prompt_history(found), key="groups_prompt_chart")
     st.caption(f"{len(found)} groups{' (first 200)' if len(found) >= 200 else ''}; click a row to open it.")
-    i = _pick_row(found, f"groups_found_{mode}", ["step", "prompt_id", "occurrence", "mean_reward", "std", "a_max", "a_min"])
-    r = found.iloc[i]
-    return int(r["step"]), str(r["prompt_id"]), int(r["occurrence"])
+    i = _pick_row(found, f"groups_found_{mode}", ["step", "group", "prompt_id", "mean_reward", "std", "a_max", "a_min"])
+    return int(found.iloc[i]["step"]), int(found.iloc[i]["group"])
 
 
 def cfg_value(run: str, key: str, default):
@@ -101,40 +100,33 @@ def cfg_value(run: str, key: str, default):
     return value if isinstance(value, type(default)) else default
 
 
-def _group_of_hit(run: str, hit: pd.Series) -> Target:
-    rows, _ = queries.step_samples(run, int(hit["step"]))
-    same = rows[(rows["prompt_id"] == hit["prompt_id"]) & (rows["sample_idx"] == hit["sample_idx"])
-                & (rows["completion"] == hit["completion"])]
-    occurrence = int(same["occurrence"].iloc[0]) if len(same) else 0
-    return int(hit["step"]), str(hit["prompt_id"]), occurrence
-
-
 def reward_columns(rows: pd.DataFrame) -> list[str]:
     return [c for c in rows.columns if c.startswith("rewards/")]
 
 
 def group_rows(run: str, target: Target) -> tuple[pd.DataFrame, list[str]]:
-    step, prompt_id, occurrence = target
+    step, group = target
     rows, problems = queries.step_samples(run, step)
     if rows.empty:
         return rows, problems
-    group = rows[(rows["prompt_id"] == prompt_id) & (rows["occurrence"] == occurrence)]
-    return group.sort_values("sample_idx").reset_index(drop=True), problems
+    return rows[rows["group"] == group].sort_values("sample_idx").reset_index(drop=True), problems
 
 
 def show_group(info: RunInfo, target: Target) -> None:
-    run, (step, prompt_id, occurrence) = info.name, target
+    run, (step, number) = info.name, target
     group, problems = group_rows(run, target)
     ui.warn(problems)
     if group.empty:
-        st.info(f"No group {prompt_id} at step {step}.")
+        st.info(f"No group {number} at step {step}.")
         return
+    prompt_id = group["prompt_id"].iloc[0]
+    st.session_state["groups_current_prompt"] = prompt_id  # "same prompt across steps" starts here
     cfg = info.config or {}
     std_mode = str(cfg.get("std_mode") or "group")
     if std_mode not in group_math.STD_FORMULAS:
         st.warning(f"config.json has std_mode {std_mode!r}, which the trainer does not know; recomputing with 'group'.")
         std_mode = "group"
-    st.subheader(f"Step {step} · prompt `{prompt_id}`" + (f" (its #{occurrence + 1} group this step)" if occurrence else ""))
+    st.subheader(f"Step {step} · group {number} · prompt `{prompt_id}`")
     st.markdown(f"**Prompt:** {markup.show_text(str(group['prompt'].iloc[0]))}", unsafe_allow_html=True)
     rewards = [None if pd.isna(v) else float(v) for v in group["reward"]]
     worked = group_math.compute(rewards, group["advantage"].astype(float).tolist(), std_mode)
@@ -176,8 +168,7 @@ def show_computation(group: pd.DataFrame, worked: group_math.GroupMath, std_mode
 
 
 def show_tokens(info: RunInfo, target: Target, group: pd.DataFrame) -> None:
-    step, prompt_id, occurrence = target
-    tokens, problems = queries.group_tokens(info.name, step, prompt_id, occurrence)
+    tokens, problems = queries.group_tokens(info.name, *target)
     st.markdown("**Tokens**")
     ui.warn(problems)
     if tokens.empty:
@@ -216,6 +207,5 @@ def render(info: RunInfo) -> None:
     target = find(info.name, mode, current)
     if target is None:
         return
-    st.session_state["groups_current_prompt"] = target[1]
     st.divider()
     show_group(info, target)

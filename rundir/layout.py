@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 RUNS_DIR_ENV = "GRPO_LAB_RUNS_DIR"
 # A run name is one folder name: no separators, no "..", so it cannot lead outside the runs root.
 RUN_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")

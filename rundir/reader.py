@@ -16,7 +16,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rundir.layout import TABLES, RunPaths, read_json, valid_run_name, visible_parts
+from rundir.layout import SCHEMA_VERSION, TABLES, RunPaths, read_json, valid_run_name, visible_parts
 from rundir.status import read_status
 
 class RunNameError(ValueError):
@@ -59,6 +59,10 @@ class RunInfo:
             if source and source.get(key) is not None:
                 return source[key]
         return default
+
+    @property
+    def algo(self) -> str:
+        return str(self.get("algo", "?"))
 
     @property
     def state(self) -> str:
@@ -112,6 +116,10 @@ def read_run(runs_dir: str | Path, name: str) -> RunInfo:
         problems.append("status.json is missing or unreadable: the run may still be starting, or never started")
     if config is None:
         problems.append("config.json is missing or unreadable")
+    written = _int((status or {}).get("schema_version"), SCHEMA_VERSION)
+    if written > SCHEMA_VERSION:
+        problems.append(f"written by a newer version of grpo-lab (run-directory schema {written}; this one reads up "
+                        f"to {SCHEMA_VERSION}): upgrade grpo-lab to open it")
     return RunInfo(name, path, status, config, problems)
 
 

@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from dashboard import i18n
+from rundir.reader import list_runs
 from dashboard.concepts import clip, from_run, group, kl, quiz, structure, worked
 
 
@@ -248,11 +249,15 @@ def test_read_table_filters_one_step(tmp_path):
     assert from_run.steps_with(run, "samples").frame["step"].tolist() == [1, 2]
 
 
-def test_split_groups_tells_a_repeated_prompt_apart():
-    rows = pd.concat([_samples(1, "3+4", [1.0, 0.0], [1.0, -1.0]), _samples(1, "1+1", [1.0, 1.0], [0.0, 0.0]),
-                      _samples(1, "3+4", [0.0, 0.5], [-1.0, 1.0])], ignore_index=True)
+def test_a_schema1_run_gets_its_groups_derived_and_split_by_them(tmp_path):
+    run = tmp_path / "r"  # no `group` column: written before schema 2, a prompt drawn twice in step 1
+    _write_part(run / "tables" / "samples", 1, 1, pd.concat([
+        _samples(1, "3+4", [1.0, 0.0], [1.0, -1.0]), _samples(1, "1+1", [1.0, 1.0], [0.0, 0.0]),
+        _samples(1, "3+4", [0.0, 0.5], [-1.0, 1.0])], ignore_index=True))
+    rows = from_run.read_table(run, "samples", step=1).frame
+    assert rows["group"].tolist() == [0, 0, 1, 1, 2, 2]
     groups = from_run.split_groups(rows)
-    assert [label for label, _ in groups] == ["3+4", "1+1", "3+4 (2)"]
+    assert [label for label, _ in groups] == ["#0 3+4", "#1 1+1", "#2 3+4"]
     assert groups[2][1]["reward"].tolist() == [0.0, 0.5]
 
 
@@ -274,9 +279,8 @@ def test_list_runs_and_figures_tolerate_broken_files(tmp_path):
     (broken / "config.json").write_text("{not json")
     (broken / "status.json").write_text(json.dumps({"algo": "grpo"}))
     (tmp_path / "not-a-run").mkdir()
-    runs = {r.name: r for r in from_run.list_runs(tmp_path)}
-    assert set(runs) == {"good", "broken"}
-    assert runs["broken"].algo == "grpo"
+    runs = {r.name: r for r in list_runs(tmp_path)}  # the one run listing, rundir.reader's
+    assert runs["broken"].algo == "grpo" and runs["not-a-run"].algo == "?" and runs["not-a-run"].problems
     figures, warnings = from_run.run_figures(runs["good"])
     assert figures == {"trained_params": 1234.0, "peak_memory_mb": 99.5, "seconds_per_step": 2.0,
                        "samples_per_step": 3.0}

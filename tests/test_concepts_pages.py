@@ -168,13 +168,18 @@ def group_page_on_run(name):
     return at
 
 
+def group_of(label):
+    """The group number in a picker label such as "#3 2+5"."""
+    return int(label.split()[0].lstrip("#"))
+
+
 def test_group_loaded_from_a_run_shows_the_logged_advantages(with_runs):
     samples = read_table(with_runs / "grpo-fx", "samples")
     at = group_page_on_run("grpo-fx")
     step = at.select_slider(key="group_step").value
     label = at.selectbox(key="group_pick").value
-    logged = samples[(samples["step"] == step) & (samples["prompt_id"] == label)].sort_values("sample_idx")
-    assert len(logged) == 4
+    logged = samples[(samples["step"] == step) & (samples["group"] == group_of(label))].sort_values("sample_idx")
+    assert len(logged) == 4 and label.endswith(" " + logged["prompt_id"].iloc[0])
     table = at.dataframe[0].value
     assert table["A_i logged by the trainer"].tolist() == logged["advantage"].tolist()
     assert table["reward r_i"].tolist() == logged["reward"].tolist()
@@ -192,7 +197,7 @@ def test_group_every_group_of_a_run_matches(with_runs):
         for label in at.selectbox(key="group_pick").options:
             at.selectbox(key="group_pick").set_value(label)
             rerun(at)
-            logged = samples[(samples["step"] == step) & (samples["prompt_id"] == label)]
+            logged = samples[(samples["step"] == step) & (samples["group"] == group_of(label))]
             assert at.dataframe[0].value["A_i logged by the trainer"].tolist() == logged["advantage"].tolist()
             assert at.success, (step, label)
 

@@ -15,7 +15,7 @@ from trainer_helpers import start_trainer, wait_trainers
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "dashboard" / "app.py")
-FLAGS = ["--prompts-per-step", "4", "--sft-steps", "5", "--group-size", "4"]
+FLAGS = ["--prompts-per-step", "4", "--sft-steps", "20", "--group-size", "4"]
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +57,7 @@ def runs(tmp_path_factory):
     write_json_atomic(ppo / "config.json", {**config, "algo": "ppo", "name": "ppo"})
     part = visible_parts(RunPaths(ppo).table("tokens"))[0]
     tokens = pq.read_table(part)
-    per_token = [0.5 - 0.25 * p for p in tokens.column("position").to_pylist()]  # GAE-like: varies along the text
+    per_token = [0.5 if p % 2 == 0 else -0.5 for p in tokens.column("position").to_pylist()]  # varies along the text
     pq.write_table(tokens.set_column(tokens.schema.get_field_index("advantage"), "advantage", pa.array(per_token)), part)
     return root
 

@@ -9,7 +9,7 @@ from trainer_helpers import start_trainer, wait_trainers
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "dashboard" / "app.py")
-FLAGS = ["--prompts-per-step", "4", "--group-size", "4", "--sft-steps", "5", "--max-steps", "4", "--seed", "0"]
+FLAGS = ["--prompts-per-step", "4", "--group-size", "4", "--sft-steps", "20", "--max-steps", "4", "--seed", "0"]
 
 
 @pytest.fixture(scope="module")

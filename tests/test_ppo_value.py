@@ -6,7 +6,7 @@ import torch
 from trainer import tiny
 from trainer.config import from_dict
 from trainer.objective import clipped_value_loss, gae
-from trainer.ppo import build_value_model, token_values
+from trainer.value import build_value_model, token_values
 from trainer.rollout import sample
 
 

@@ -3,7 +3,7 @@
 import pyarrow.parquet as pq
 import pytest
 
-from rundir.layout import RunPaths, visible_parts
+from rundir.layout import SCHEMA_VERSION, RunPaths, visible_parts
 from rundir.status import StatusFile, read_status
 from rundir.writer import RunWriter, TableWriter
 
@@ -25,7 +25,7 @@ def test_parts_are_compacted_and_every_step_kept(tmp_path):
     assert read_steps(tmp_path / "t") == [s for s in range(1, 23) for _ in range(2)]
     assert not list((tmp_path / "t").glob(".tmp-*"))
     meta = pq.read_schema(visible_parts(tmp_path / "t")[0]).metadata
-    assert meta[b"grpo_lab.schema_version"] == b"1"
+    assert meta[b"grpo_lab.schema_version"] == str(SCHEMA_VERSION).encode()
 
 
 def test_reader_skips_parts_covered_by_a_compacted_part(tmp_path):

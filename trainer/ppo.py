@@ -34,14 +34,10 @@ rate and passes PPO can therefore keep pushing a near-deterministic policy late 
 
 from __future__ import annotations
 
-import copy
 import time
 
 import torch
-from torch import nn
 
-from trainer.config import Config
-from trainer.grpo import minibatch_indices
 from trainer.objective import (
     aggregate,
     clipped_surrogate,
@@ -55,54 +51,20 @@ from trainer.objective import (
     policy_ratio,
     whiten,
 )
-from trainer.records import TokenStats, reward_scalars, sample_rows, token_rows
-from trainer.rollout import Rollout, position_ids, token_logprobs
-from trainer.scoring import collect_batch
+from trainer.records import LastPass, TokenStats, log_step_tables, step_scalars
+from trainer.rollout import token_logprobs
+from trainer.scoring import collect_batch, minibatch_indices
 from trainer.setup import Components
-
-
-class ValueModel(nn.Module):
-    """V(q, o_<t): the policy's transformer body and a linear head, one scalar per position."""
-
-    def __init__(self, backbone: nn.Module, hidden_size: int) -> None:
-        super().__init__()
-        self.backbone = backbone
-        self.head = nn.Linear(hidden_size, 1)
-        nn.init.zeros_(self.head.weight)
-        nn.init.zeros_(self.head.bias)
-
-    def forward(self, input_ids, attention_mask, position_ids) -> torch.Tensor:
-        hidden = self.backbone(input_ids=input_ids, attention_mask=attention_mask,
-                               position_ids=position_ids).last_hidden_state  # (B, L, H)
-        return self.head(hidden.float()).squeeze(-1)  # (B, L)
-
-
-def build_value_model(cfg: Config, policy: nn.Module, device: torch.device) -> ValueModel:
-    """A copy of the policy's body (as it is now: after the warm start) with a zero head.
-
-    The body trains as the policy does: every weight, or with LoRA only the copied adapters (the
-    head always trains). Gradient checkpointing, if on, is not carried over to the copy.
-    """
-    causal_lm = policy.get_base_model() if hasattr(policy, "get_base_model") else policy  # under a peft wrapper
-    backbone = copy.deepcopy(causal_lm.base_model)  # transformers: the body under the LM head
-    hidden_size = causal_lm.config.get_text_config().hidden_size
-    return ValueModel(backbone, hidden_size).to(device).eval()  # eval: no dropout
-
-
-def token_values(value_model: ValueModel, rollout: Rollout) -> torch.Tensor:
-    """V_t for each completion token (B, T): the value of the state just before token t is drawn."""
-    values = value_model(rollout.input_ids, rollout.attention_mask, position_ids(rollout.attention_mask))
-    # as with logits, position p sees tokens up to p: the state before completion token t is P-1+t
-    return values[:, rollout.prompt_len - 1:-1]
+from trainer.value import token_values
 
 
 def ppo_step(c: Components, step: int) -> dict[str, float]:
     cfg = c.cfg
-    G = cfg.group_size
     start = time.perf_counter()
 
     # --- sample from pi_old and score the full responses; unscored ones are left out of the update ---
-    rows, rollout, mask, scores, totals, old_logp, entropy, ref_logp = collect_batch(c, step)
+    batch = collect_batch(c, step)
+    rollout, mask, totals, old_logp, ref_logp = batch.rollout, batch.mask, batch.totals, batch.old_logp, batch.ref_logp
     scored = ~torch.isnan(totals)
     train_mask = mask * scored.to(c.device, mask.dtype)[:, None]
     with torch.no_grad():
@@ -112,18 +74,16 @@ def ppo_step(c: Components, step: int) -> dict[str, float]:
     folded_kl = (kl_per_token(old_logp, ref_logp, cfg.kl_estimator) if ref_logp is not None
                  else torch.zeros_like(old_logp)) * mask
     token_rewards = -cfg.beta * folded_kl
-    last = (rollout.lengths - 1).clamp(min=0)
-    token_rewards[torch.arange(len(last), device=last.device), last] += torch.nan_to_num(totals, nan=0.0).to(c.device)
+    last_token = (rollout.lengths - 1).clamp(min=0)
+    token_rewards[torch.arange(len(last_token), device=last_token.device), last_token] += \
+        torch.nan_to_num(totals, nan=0.0).to(c.device)
 
     # --- GAE over tokens, then whiten the advantages over the batch ---
     raw_adv, returns = gae(token_rewards, old_values, train_mask, cfg.gamma, cfg.lam)
     advantages = whiten(raw_adv, train_mask)
 
     # --- several epochs over minibatches: clipped policy loss + clipped value loss ---
-    stats = TokenStats()
-    last_pass = {k: torch.zeros_like(old_logp) for k in ("logp_new", "ratio", "kl")}
-    last_low = torch.zeros_like(mask, dtype=torch.bool)
-    last_high = torch.zeros_like(mask, dtype=torch.bool)
+    stats, last = TokenStats(), LastPass.like(old_logp)
     logs: dict[str, list[float]] = {k: [] for k in ("loss", "policy", "value", "value_clip", "approx_kl",
                                                     "grad", "value_grad")}
     max_norm = cfg.max_grad_norm if cfg.max_grad_norm > 0 else float("inf")
@@ -159,32 +119,17 @@ def ppo_step(c: Components, step: int) -> dict[str, float]:
             logs["policy"].append(policy_loss.item())
             logs["value"].append(value_loss.item())
             logs["value_clip"].append(float(value_clip))
-            last_pass["logp_new"][idx], last_pass["ratio"][idx] = logp.detach(), ratio.detach()
-            last_pass["kl"][idx] = kl
-            last_low[idx], last_high[idx] = surr.clipped_low, surr.clipped_high
+            last.record(idx, logp=logp, ratio=ratio, kl=kl, clipped_low=surr.clipped_low,
+                        clipped_high=surr.clipped_high)
 
     # --- log ---
-    step_s = time.perf_counter() - start
-    n_tokens = int(mask.sum())
     mean = {k: sum(v) / len(v) for k, v in logs.items()}
     real = train_mask.bool()
     # the groups' spread says nothing about PPO's signal (the value model is the baseline); kept to compare
-    frac_zero_std = group_advantages(totals.view(-1, G), cfg.std_mode).zero_std.float().mean().item()
-    metrics = reward_scalars(totals, scores.per_reward, scores.errors, frac_zero_std, advantages[real].cpu())
-    metrics.update(stats.scalars())
+    frac_zero_std = group_advantages(totals.view(-1, cfg.group_size), cfg.std_mode).zero_std.float().mean().item()
+    metrics = step_scalars(c, batch, stats, advantages=advantages[real].cpu(), frac_zero_std=frac_zero_std,
+                           policy_losses=logs["policy"], losses=logs["loss"], grad_norms=logs["grad"], start=start)
     metrics.update({
-        "entropy/mean": float((entropy * mask).sum() / mask.sum().clamp(min=1)),
-        "loss/policy": mean["policy"],
-        "loss/total": mean["loss"],
-        "grad/norm": mean["grad"],
-        "lr": c.optimizer.param_groups[0]["lr"],
-        "completion/length_mean": rollout.lengths.float().mean().item(),
-        "completion/length_max": rollout.lengths.max().item(),
-        "completion/truncated_frac": rollout.truncated.float().mean().item(),
-        "time/step_s": step_s,
-        "time/generation_s": rollout.generation_s,
-        "perf/tokens_per_s": n_tokens / step_s,
-        # PPO only
         "value/loss": mean["value"],
         "value/clip_frac": mean["value_clip"],
         "value/explained_variance": explained_variance(old_values, returns, train_mask),
@@ -196,21 +141,8 @@ def ppo_step(c: Components, step: int) -> dict[str, float]:
         "kl/folded": float(masked_mean(folded_kl, mask)),
         "kl/penalty": float((cfg.beta * folded_kl).sum(dim=1).mean()),
     })
-    if c.writer.level == "full":
-        per_response_adv = masked_mean(advantages, train_mask, dim=1)  # one number per row of samples
-        c.writer.log("samples", sample_rows(
-            step, rows, G, rollout.completions, totals, scores.per_reward, per_response_adv.cpu(),
-            rollout.lengths, rollout.truncated, last_pass["ratio"], last_low | last_high, last_pass["kl"], mask))
-        c.writer.log("histograms", stats.histogram(step, cfg.epsilon, cfg.epsilon_upper))
-        which = list(range(min(cfg.token_detail_groups, cfg.prompts_per_step) * G))
-        if which:
-            per_token = {
-                "logp_new": last_pass["logp_new"], "logp_old": old_logp,
-                "logp_ref": ref_logp if ref_logp is not None else torch.full_like(old_logp, float("nan")),
-                "ratio": last_pass["ratio"], "kl": last_pass["kl"], "clipped_low": last_low,
-                "clipped_high": last_high, "advantage": advantages, "value": old_values, "return": returns,
-                "token_reward": token_rewards,
-            }
-            c.writer.log("tokens", token_rows(step, rows, G, which, c.tokenizer, rollout.completion_ids,
-                                              rollout.completion_mask, per_token))
+    per_response_adv = masked_mean(advantages, train_mask, dim=1)  # one number per row of samples
+    log_step_tables(c, step, batch, stats, last, advantages=per_response_adv.cpu(),
+                    per_token={"advantage": advantages, "value": old_values, "return": returns,
+                               "token_reward": token_rewards})
     return metrics

@@ -6,6 +6,7 @@ Kept apart from the algorithm loops so GRPO and PPO log the same columns the sam
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 
 import torch
@@ -86,48 +87,114 @@ class TokenStats:
         }
 
 
-def sample_rows(step: int, rows: list[dict], group_size: int, completions: list[str],
-                totals: torch.Tensor, per_reward: dict[str, list[float | None]], advantages: torch.Tensor,
-                lengths: torch.Tensor, truncated: torch.Tensor, ratio: torch.Tensor, clipped: torch.Tensor,
-                kl: torch.Tensor, mask: torch.Tensor) -> dict[str, list]:
-    """One row per completion. ratio/clipped/kl are (B, T) from the last optimisation pass."""
-    m = mask.float()
+@dataclass
+class LastPass:
+    """Per-token values of the last optimisation pass (each (B, T)): what the samples and tokens
+    tables show for each completion once the step is done."""
+
+    logp_new: torch.Tensor
+    ratio: torch.Tensor
+    kl: torch.Tensor
+    clipped_low: torch.Tensor
+    clipped_high: torch.Tensor
+
+    @classmethod
+    def like(cls, old_logp: torch.Tensor) -> "LastPass":
+        zeros, no = torch.zeros_like(old_logp), torch.zeros_like(old_logp, dtype=torch.bool)
+        return cls(logp_new=zeros.clone(), ratio=zeros.clone(), kl=zeros.clone(), clipped_low=no.clone(),
+                   clipped_high=no.clone())
+
+    def record(self, idx: torch.Tensor, *, logp: torch.Tensor, ratio: torch.Tensor, kl: torch.Tensor,
+               clipped_low: torch.Tensor, clipped_high: torch.Tensor) -> None:
+        self.logp_new[idx], self.ratio[idx], self.kl[idx] = logp.detach(), ratio.detach(), kl.detach()
+        self.clipped_low[idx], self.clipped_high[idx] = clipped_low, clipped_high
+
+
+def step_scalars(c, batch, stats: TokenStats, *, advantages: torch.Tensor, frac_zero_std: float,
+                 policy_losses: list[float], losses: list[float], grad_norms: list[float],
+                 start: float) -> dict[str, float]:
+    """The scalars GRPO and PPO both log (docs/run-directory.md); `advantages` one per logged value."""
+    rollout, mask = batch.rollout, batch.mask
+    step_s = time.perf_counter() - start
+    metrics = reward_scalars(batch.totals, batch.scores.per_reward, batch.scores.errors, frac_zero_std, advantages)
+    metrics.update(stats.scalars())
+    metrics.update({
+        "entropy/mean": float((batch.entropy * mask).sum() / mask.sum().clamp(min=1)),
+        "loss/policy": sum(policy_losses) / len(policy_losses),
+        "loss/total": sum(losses) / len(losses),
+        "grad/norm": sum(grad_norms) / len(grad_norms),
+        "lr": c.optimizer.param_groups[0]["lr"],
+        "completion/length_mean": rollout.lengths.float().mean().item(),
+        "completion/length_max": rollout.lengths.max().item(),
+        "completion/truncated_frac": rollout.truncated.float().mean().item(),
+        "time/step_s": step_s,
+        "time/generation_s": rollout.generation_s,
+        "perf/tokens_per_s": int(mask.sum()) / step_s,
+    })
+    return metrics
+
+
+def log_step_tables(c, step: int, batch, stats: TokenStats, last: LastPass, *, advantages: torch.Tensor,
+                    per_token: dict[str, torch.Tensor]) -> None:
+    """samples, histograms and tokens rows of one step (logging level full only).
+
+    advantages: one per completion (B,); per_token: (B, T) columns the tokens table adds to the
+    last pass's (GRPO: the advantage; PPO: also value, return, token reward)."""
+    if c.writer.level != "full":
+        return
+    cfg = c.cfg
+    c.writer.log("samples", sample_rows(step, batch, advantages=advantages, last=last))
+    c.writer.log("histograms", stats.histogram(step, cfg.epsilon, cfg.epsilon_upper))
+    which = list(range(min(cfg.token_detail_groups, len(batch.rows)) * cfg.group_size))
+    if which:
+        ref = batch.ref_logp if batch.ref_logp is not None else torch.full_like(batch.old_logp, float("nan"))
+        columns = {"logp_new": last.logp_new, "logp_old": batch.old_logp, "logp_ref": ref, "ratio": last.ratio,
+                   "kl": last.kl, "clipped_low": last.clipped_low, "clipped_high": last.clipped_high, **per_token}
+        c.writer.log("tokens", token_rows(step, batch, which, c.tokenizer, columns))
+
+
+def sample_rows(step: int, batch, *, advantages: torch.Tensor, last: LastPass) -> dict[str, list]:
+    """One row per completion. Completion i answers prompt i // G: its group within the step."""
+    G = batch.group_size
+    n = len(batch.rollout.completions)
+    m = batch.mask.float()
     denom = m.sum(dim=1).clamp(min=1)
+    clipped = last.clipped_low | last.clipped_high
     cols: dict[str, list] = {
-        "step": [step] * len(completions),
-        "prompt_id": [str(rows[i // group_size]["prompt_id"]) for i in range(len(completions))],
-        "sample_idx": [i % group_size for i in range(len(completions))],
-        "prompt": [rows[i // group_size]["prompt"] for i in range(len(completions))],
-        "completion": completions,
-        "reward": [None if math.isnan(r) else r for r in totals.tolist()],
+        "step": [step] * n,
+        "group": [i // G for i in range(n)],
+        "prompt_id": [str(batch.rows[i // G]["prompt_id"]) for i in range(n)],
+        "sample_idx": [i % G for i in range(n)],
+        "prompt": [batch.rows[i // G]["prompt"] for i in range(n)],
+        "completion": batch.rollout.completions,
+        "reward": [None if math.isnan(r) else r for r in batch.totals.tolist()],
         "advantage": advantages.tolist(),
     }
-    for name, scores in per_reward.items():
+    for name, scores in batch.scores.per_reward.items():
         cols[f"rewards/{name}"] = list(scores)
     cols.update({
-        "length": lengths.tolist(),
-        "truncated": truncated.tolist(),
-        "ratio_mean": ((ratio * m).sum(dim=1) / denom).tolist(),
+        "length": batch.rollout.lengths.tolist(),
+        "truncated": batch.rollout.truncated.tolist(),
+        "ratio_mean": ((last.ratio * m).sum(dim=1) / denom).tolist(),
         "clip_frac": ((clipped.float() * m).sum(dim=1) / denom).tolist(),
-        "kl_mean": ((kl * m).sum(dim=1) / denom).tolist(),
+        "kl_mean": ((last.kl * m).sum(dim=1) / denom).tolist(),
     })
     return cols
 
 
-def token_rows(step: int, rows: list[dict], group_size: int, which: list[int], tokenizer,
-               completion_ids: torch.Tensor, mask: torch.Tensor, per_token: dict[str, torch.Tensor]) -> dict[str, list]:
-    """One row per completion token for the completions in `which`.
-
-    per_token holds (B, T) tensors: logp_new, logp_old, logp_ref, ratio, kl, clipped_low,
-    clipped_high and, for PPO, advantage and value.
-    """
-    cols: dict[str, list] = {k: [] for k in ("step", "prompt_id", "sample_idx", "position", "token", *per_token)}
+def token_rows(step: int, batch, which: list[int], tokenizer, per_token: dict[str, torch.Tensor]) -> dict[str, list]:
+    """One row per completion token for the completions in `which`; per_token holds (B, T) tensors."""
+    G = batch.group_size
+    ids_all, mask = batch.rollout.completion_ids, batch.rollout.completion_mask
+    cols: dict[str, list] = {k: [] for k in ("step", "group", "prompt_id", "sample_idx", "position", "token",
+                                             *per_token)}
     for i in which:
         n = int(mask[i].sum())
-        ids = completion_ids[i, :n].tolist()
+        ids = ids_all[i, :n].tolist()
         cols["step"] += [step] * n
-        cols["prompt_id"] += [str(rows[i // group_size]["prompt_id"])] * n
-        cols["sample_idx"] += [i % group_size] * n
+        cols["group"] += [i // G] * n
+        cols["prompt_id"] += [str(batch.rows[i // G]["prompt_id"])] * n
+        cols["sample_idx"] += [i % G] * n
         cols["position"] += list(range(n))
         cols["token"] += tokenizer.convert_ids_to_tokens(ids)
         for k, t in per_token.items():

@@ -123,7 +123,7 @@ def prepare(cfg: Config) -> tuple[Components, RunPaths, StatusFile, int]:
     reference = frozen_copy(policy) if cfg.beta > 0 else None
     value_model = None
     if cfg.algo == "ppo":
-        from trainer.ppo import build_value_model  # noqa: PLC0415 - only PPO has a value model
+        from trainer.value import build_value_model  # noqa: PLC0415 - only PPO has a value model
 
         value_model = build_value_model(cfg, policy, device)
     params = list(policy.parameters()) + (list(value_model.parameters()) if value_model is not None else [])

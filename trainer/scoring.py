@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from dataclasses import dataclass
 
 import torch
 
@@ -34,10 +34,12 @@ def score_rollout(c, rows: list[dict], rollout: Rollout) -> tuple["rewards.Score
     return scores, totals
 
 
-class Batch(NamedTuple):
-    """One step's on-policy batch, as both algorithms start from it."""
+@dataclass
+class Batch:
+    """One step's on-policy batch, as both algorithms start from it. Completion i answers rows[i // G]."""
 
     rows: list[dict]
+    group_size: int  # G
     rollout: Rollout
     mask: torch.Tensor  # (B, T) float completion mask
     scores: "rewards.Scores"
@@ -58,4 +60,11 @@ def collect_batch(c, step: int) -> Batch:
     with torch.no_grad():
         old_logp, entropy = token_logprobs(c.policy, rollout, cfg.temperature, with_entropy=True)
         ref_logp = token_logprobs(c.reference, rollout, cfg.temperature)[0] if c.reference is not None else None
-    return Batch(rows, rollout, rollout.completion_mask.float(), scores, totals, old_logp, entropy, ref_logp)
+    return Batch(rows=rows, group_size=cfg.group_size, rollout=rollout, mask=rollout.completion_mask.float(),
+                 scores=scores, totals=totals, old_logp=old_logp, entropy=entropy, ref_logp=ref_logp)
+
+
+def minibatch_indices(batch: int, minibatches: int) -> list[torch.Tensor]:
+    """Row indices of each minibatch of one pass: the whole batch, or a fresh shuffle cut in pieces."""
+    order = torch.randperm(batch) if minibatches > 1 else torch.arange(batch)
+    return [chunk for chunk in order.chunk(minibatches) if chunk.numel()]

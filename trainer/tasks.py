@@ -22,9 +22,26 @@ class Task:
     system: str = ""  # the task's default system prompt
 
     def batch(self, step: int, n: int, seed: int) -> list[dict[str, Any]]:
-        """The prompts of one step: a function of (seed, step) only, so a resumed run sees the same."""
-        rng = random.Random(seed * 1_000_003 + step)
-        return [self.rows[rng.randrange(len(self.rows))] for _ in range(n)]
+        """The prompts of step `step` (from 1): epochs of seeded shuffles, drawn without replacement.
+
+        While the task has at least n prompts, a step takes n distinct ones: epoch e is a shuffle
+        of all rows cut into len(rows) // n steps (the few left over wait for a later epoch, as a
+        data loader's drop_last). With fewer rows than n, a step repeats prompts, each copy its own
+        group. A function of (seed, step) only, so a resumed run draws exactly the same prompts.
+        """
+        N = len(self.rows)
+        if n <= N:
+            steps_per_epoch = N // n
+            epoch, k = divmod(step - 1, steps_per_epoch)
+            order = self._shuffle(seed, epoch)
+            return [self.rows[i] for i in order[k * n:(k + 1) * n]]
+        order = [i for block in range(-(-n // N)) for i in self._shuffle(seed, (step, block))]
+        return [self.rows[i] for i in order[:n]]
+
+    def _shuffle(self, seed: int, key: Any) -> list[int]:
+        order = list(range(len(self.rows)))
+        random.Random(f"{seed}/{key}").shuffle(order)  # str seeds hash stably (sha512), unlike tuples
+        return order
 
     def sft_pairs(self, seed: int, n: int, answers_correct: bool) -> list[tuple[str, str]]:
         """(prompt, completion) pairs for the warm start.

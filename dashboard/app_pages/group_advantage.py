@@ -65,9 +65,9 @@ else:
         with_signal = [i for i, (_, rows) in enumerate(groups) if (rows["advantage"].fillna(0) != 0).any()]
         label = st.selectbox(t("run.group"), labels, index=with_signal[0] if with_signal else 0, key="group_pick")
         members = dict(groups)[label if label in labels else labels[0]]
-        std_mode = str(run.config.get("std_mode", "group"))
-        st.caption(t("run.config", std_mode=std_mode, eps=run.config.get("epsilon", "?"),
-                     eps_high=run.config.get("epsilon_high"), G=run.config.get("group_size", len(members))))
+        std_mode = str((run.config or {}).get("std_mode", "group"))
+        st.caption(t("run.config", std_mode=std_mode, eps=(run.config or {}).get("epsilon", "?"),
+                     eps_high=(run.config or {}).get("epsilon_high"), G=(run.config or {}).get("group_size", len(members))))
         st.markdown(t("group.run_intro"))
         rewards = group_rewards(members)
         logged = [float(a) for a in members["advantage"]]

@@ -4,8 +4,10 @@ measured figures of this lab's runs of each algorithm."""
 import pandas as pd
 import streamlit as st
 
+from dashboard import data
 from dashboard.concepts import from_run, structure
 from dashboard.i18n import t
+from rundir.reader import RunInfo
 
 st.title(t("ppo.title"))
 st.markdown(t("ppo.intro"))
@@ -34,13 +36,13 @@ for col, m in zip(st.columns(3), ("m1", "m2", "m3")):
 
 
 @st.cache_data(ttl=10, max_entries=32, show_spinner=False)
-def figures_of(run: from_run.RunInfo, fingerprint: float) -> tuple[dict, list[str]]:
-    return from_run.run_figures(run)
+def figures_of(name: str, fingerprint: float, _run: RunInfo) -> tuple[dict, list[str]]:
+    return from_run.run_figures(_run)
 
 
 st.subheader(t("ppo.measured_title"))
-root = from_run.runs_root()
-runs = from_run.list_runs(root)
+root = data.runs_dir()
+runs = data.runs()
 by_algo = {algo: [r for r in runs if r.algo == algo] for algo in ("ppo", "grpo")}
 if not runs:
     st.info(t("ppo.no_runs"))
@@ -57,9 +59,9 @@ else:
         chosen.append(by_algo[algo][options.index(name) if name in options else 0])
     rows, warnings = [], []
     for run in chosen:
-        figures, warn = figures_of(run, from_run.latest_mtime(run.path))
+        figures, warn = figures_of(run.name, from_run.latest_mtime(run.path), run)
         warnings += warn
-        cfg = run.config
+        cfg = run.config or {}
         setup = f"{cfg.get('model', '?')}: {cfg.get('prompts_per_step', '?')} × {cfg.get('group_size', '?')}"
         rows.append({"run": run.name, "algo": run.algo, "setup": setup,
                      **{f: figures.get(f) for f in structure.FIGURES}})

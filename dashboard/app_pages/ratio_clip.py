@@ -71,11 +71,11 @@ else:
     picked = run_picker.pick_step_rows(run, "tokens", "clip") if run else None
     if picked:
         step, tokens = picked
-        eps = float(run.config.get("epsilon", 0.2))
-        eps_high = run.config.get("epsilon_high")
+        eps = float((run.config or {}).get("epsilon", 0.2))
+        eps_high = (run.config or {}).get("epsilon_high")
         eps_high = None if eps_high is None else float(eps_high)
-        st.caption(t("run.config", std_mode=run.config.get("std_mode", "?"), eps=eps, eps_high=eps_high,
-                     G=run.config.get("group_size", "?")))
+        st.caption(t("run.config", std_mode=(run.config or {}).get("std_mode", "?"), eps=eps, eps_high=eps_high,
+                     G=(run.config or {}).get("group_size", "?")))
         st.markdown(t("clip.run_intro"))
         if st.toggle(t("clip.only_clipped"), key="clip_only_clipped") and tokens["clipped"].any():
             tokens = tokens[tokens["clipped"]]

@@ -1,4 +1,4 @@
-"""Read the few numbers the concept demos take from a run directory (docs/run-directory.md).
+"""The few numbers the concept demos take from a run, through rundir's one read API.
 
 Everything here tolerates a run in progress or a damaged one: a missing, vanished or corrupt file
 becomes a warning string in the result, never an exception. No Streamlit in this module.
@@ -13,20 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 
-from rundir.layout import RunPaths, default_runs_dir, read_json, visible_parts
-
-
-@dataclass(frozen=True)
-class RunInfo:
-    name: str
-    path: Path
-    algo: str  # "grpo", "ppo", or "?" when config.json is unreadable
-    config: dict[str, Any]
-    status: dict[str, Any]
-    mtime: float
+from rundir import query as rq
+from rundir.layout import RunPaths
+from rundir.reader import RunInfo
 
 
 @dataclass
@@ -37,61 +27,24 @@ class Loaded:
     warnings: list[str] = field(default_factory=list)
 
 
-def runs_root() -> Path:
-    return Path(default_runs_dir())
-
-
-def list_runs(root: Path | None = None) -> list[RunInfo]:
-    """Run directories under `root` (those with a config.json or status.json), newest first."""
-    root = runs_root() if root is None else Path(root)
-    try:
-        entries = [p for p in root.iterdir() if not p.name.startswith(".")]
-    except OSError:
-        return []
-    runs = []
-    for path in entries:
-        paths = RunPaths(path)
-        config = read_json(paths.config) or {}
-        status = read_json(paths.status) or {}
-        if not config and not status:
-            continue
-        mtimes = []
-        for f in (paths.config, paths.status):
-            try:
-                mtimes.append(f.stat().st_mtime)
-            except OSError:
-                pass
-        algo = str(config.get("algo") or status.get("algo") or "?")
-        runs.append(RunInfo(path.name, path, algo, config, status, max(mtimes, default=0.0)))
-    return sorted(runs, key=lambda r: (-r.mtime, r.name))
-
-
 def read_table(run: Path, table: str, columns: list[str] | None = None,
                step: int | None = None) -> Loaded:
-    """The rows of one table (optionally of one step), read part by part.
-
-    A part that vanished (compaction) is skipped quietly; one that cannot be read is skipped with
-    a warning. Columns a part lacks come back as missing values.
-    """
-    warnings: list[str] = []
-    frames = []
-    for part in visible_parts(RunPaths(Path(run)).table(table)):
-        try:
-            schema = pq.read_schema(part)
-            cols = None if columns is None else [c for c in columns if c in schema.names]
-            filters = [("step", "=", step)] if step is not None and "step" in schema.names else None
-            frames.append(pq.read_table(part, columns=cols, filters=filters).to_pandas())
-        except FileNotFoundError:
-            continue
-        except (OSError, pa.ArrowException, ValueError) as exc:
-            warnings.append(f"{table}/{part.name}: unreadable ({type(exc).__name__}: {exc})")
-    frames = [f for f in frames if len(f)]
-    frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    """The rows of one table (optionally of one step) in the order written; samples and tokens
+    carry their `group` column. Columns the table lacks come back as missing values."""
+    where = "WHERE step = $step" if step is not None else ""
+    # only the columns asked for (names from code, never user text): completions are the bulk
+    pick = "* EXCLUDE (filename)" if columns is None else \
+        "COLUMNS(lambda c: c IN ({})), file_row_number".format(", ".join(f"'{c}'" for c in columns))
+    frame, warnings = rq.query(run, table, f"SELECT {pick} FROM {{src}} {where} ORDER BY filename, file_row_number",
+                               {"step": step} if step is not None else None)
+    frame = frame.drop(columns=["file_row_number"], errors="ignore")
     if columns is not None:
         for col in columns:
             if col not in frame.columns:
                 frame[col] = pd.Series(dtype="float64")
-    return Loaded(frame, warnings)
+        frame = frame[columns]
+    # a table that is missing or has no data yet is an empty frame here, not a warning
+    return Loaded(frame, [w for w in warnings if not w.startswith(f"table {table!r}")])
 
 
 def steps_with(run: Path, table: str) -> Loaded:
@@ -102,29 +55,12 @@ def steps_with(run: Path, table: str) -> Loaded:
 
 
 def split_groups(samples: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
-    """The groups of one step's samples, in file order, as (label, rows sorted by sample_idx).
-
-    A group is the rows of one prompt_id; a prompt drawn twice in a step gives two runs of
-    sample_idx 0..G-1, told apart by where sample_idx starts again ("3+4 (2)").
-    """
+    """The groups of one step's samples by their `group` column, as (label, rows by sample_idx);
+    a prompt drawn twice in a step is two groups, labelled by group number."""
     if samples.empty:
         return []
-    group_no = []
-    seen: dict[str, int] = {}
-    last_idx: dict[str, int] = {}
-    for pid, idx in zip(samples["prompt_id"].astype(str), samples["sample_idx"]):
-        if pid not in seen:
-            seen[pid] = 1
-        elif idx <= last_idx[pid]:
-            seen[pid] += 1
-        last_idx[pid] = idx
-        group_no.append(seen[pid])
-    keyed = samples.assign(_group=group_no, _pid=samples["prompt_id"].astype(str))
-    out = []
-    for (pid, no), rows in keyed.groupby(["_pid", "_group"], sort=False):
-        label = pid if no == 1 else f"{pid} ({no})"
-        out.append((label, rows.drop(columns=["_group", "_pid"]).sort_values("sample_idx").reset_index(drop=True)))
-    return out
+    return [(f"#{int(g)} {rows['prompt_id'].iloc[0]}", rows.sort_values("sample_idx").reset_index(drop=True))
+            for g, rows in samples.groupby("group", sort=True)]
 
 
 def group_rewards(rows: pd.DataFrame) -> list[float]:
@@ -160,11 +96,12 @@ def run_figures(run: RunInfo) -> tuple[dict[str, float | None], list[str]]:
     A figure the run did not log is None.
     """
     figures: dict[str, float | None] = {}
-    metrics = run.status.get("metrics") if isinstance(run.status.get("metrics"), dict) else {}
+    status = run.status or {}
+    metrics = status.get("metrics") if isinstance(status.get("metrics"), dict) else {}
     for name, keys in FIGURE_STATUS_KEYS.items():
         value = None
         for key in keys:
-            value = _number(run.status.get(key, metrics.get(key)))
+            value = _number(status.get(key, metrics.get(key)))
             if value is not None:
                 break
         figures[name] = value

@@ -8,8 +8,10 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from dashboard import data, ui
 from dashboard.concepts import from_run
 from dashboard.i18n import t
+from rundir.reader import RunInfo
 
 
 # The column that makes a step worth showing first: a group with a learning signal, a clipped token.
@@ -33,15 +35,14 @@ def _rows(run: str, table: str, step: int, fingerprint: float) -> tuple[pd.DataF
     return loaded.frame, loaded.warnings
 
 
-def pick_run(key: str, algos: tuple[str, ...] | None = None) -> from_run.RunInfo | None:
-    """A run selector (newest first, only `algos` if given); None, with a hint, when there are none."""
-    runs = [r for r in from_run.list_runs() if algos is None or r.algo in algos]
+def pick_run(key: str, algos: tuple[str, ...] | None = None) -> RunInfo | None:
+    """A run selector (newest first, only `algos` if given) that starts on the run last opened on
+    any page or named by ?run=; None, with a hint, when there are none."""
+    runs = [r for r in data.runs() if algos is None or r.algo in algos]
     if not runs:
-        st.info(t("run.none", root=from_run.runs_root()))
+        st.info(t("run.none", root=data.runs_dir()))
         return None
-    names = [r.name for r in runs]
-    name = st.selectbox(t("run.pick"), names, key=f"{key}_run")
-    return runs[names.index(name)] if name in names else runs[0]
+    return ui.pick_run(f"{key}_run", label=t("run.pick"), runs=runs)
 
 
 def _warn(warnings: list[str]) -> None:
@@ -49,7 +50,7 @@ def _warn(warnings: list[str]) -> None:
         st.warning(t("run.unreadable", detail="; ".join(warnings[:3])))
 
 
-def pick_step_rows(run: from_run.RunInfo, table: str, key: str) -> tuple[int, pd.DataFrame] | None:
+def pick_step_rows(run: RunInfo, table: str, key: str) -> tuple[int, pd.DataFrame] | None:
     """A step selector over the steps that have rows in `table` (starting at the first step with
     something to see), and that step's rows."""
     fingerprint = from_run.latest_mtime(run.path)
