@@ -23,5 +23,6 @@ dashboard: $(STAMP)
 	$(PY) -m streamlit run dashboard/app.py --server.address localhost --server.headless true
 
 test: $(STAMP) system-deps
+	$(PY) -m pip install -q -r requirements-trl.txt
 	bash scripts/get-smollm2.sh --install-only
 	$(PY) -m pytest -q

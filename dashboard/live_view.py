@@ -9,6 +9,16 @@ import streamlit as st
 
 from dashboard import charts, data, metrics, series, ui
 
+# Runs written by another trainer (config.json / status.json `source`, docs/trl-and-verl.md): what it
+# does not give us, said once instead of drawing empty charts.
+NOT_LOGGED = {
+    "trl": ("Not logged by TRL",
+            "per-token ratios (the ratio chart and histogram), advantage statistics, token detail"),
+    "verl": ("Not in a verl rollout dump",
+             "everything but rewards and the recomputed advantages: KL, clipping, ratios, entropy, losses, "
+             "lengths, token detail"),
+}
+
 
 @st.cache_resource(max_entries=512, show_spinner=False)
 def _lines(run: str, version: tuple, panel: tuple[str, ...], x_mode: str, smoothing: float, _df) -> pd.DataFrame:
@@ -37,6 +47,11 @@ def header(info, frame: data.Frame) -> None:
         st.error(f"**Error:** {info.error}")
 
 
+def not_logged(info) -> tuple[str, str] | None:
+    """(heading, what is missing) when the run comes from another trainer that does not log everything we do."""
+    return NOT_LOGGED.get(str(info.get("source") or ""))
+
+
 def render(run: str, x_mode: str, smoothing: float, extra: list[str], was_active: bool) -> None:
     info = data.run(run)
     if was_active and info.state not in data.ACTIVE_STATES:
@@ -62,12 +77,16 @@ def render(run: str, x_mode: str, smoothing: float, extra: list[str], was_active
                                  log_y=panel.ratio)
         with grid[i % 2]:
             st.vega_lite_chart(spec=spec, key=f"live_chart_{i}")
-    histogram_section(run, low, high)
+    if (missing := not_logged(info)) is not None:
+        st.caption(f"{missing[0]}: {missing[1]}.")
+    histogram_section(run, low, high, missing is not None)
     st.caption(f"Read {frame.new_rows} new rows · {len(frame.df)} steps · updated {time.strftime('%H:%M:%S')}")
 
 
-def histogram_section(run: str, low: float, high: float) -> None:
+def histogram_section(run: str, low: float, high: float, foreign: bool = False) -> None:
     hist = data.histograms(run)
+    if foreign and hist.df.empty:
+        return  # another trainer's run: not_logged() has said so; no empty section, no warning
     st.subheader("Ratio histogram")
     ui.warn(hist.problems)
     if hist.df.empty:

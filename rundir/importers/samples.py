@@ -1,0 +1,99 @@
+"""Completions as rows of tables/samples, with `group` (the group's index within its step) written
+once as a column: `(step, group)` identifies a group exactly (docs/run-directory.md, schema 2)."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import pyarrow as pa
+
+ID_MAX_CHARS = 40
+
+
+def text(value: Any) -> str:
+    """A prompt or completion as plain text: a string as it is; TRL's conversational form (a list
+    of {"role", "content"} messages) as one `role: content` line per message.
+
+    >>> text([{"role": "user", "content": "2+2="}, {"role": "assistant", "content": "4"}])
+    'user: 2+2=\\nassistant: 4'
+    """
+    if isinstance(value, str):
+        return value
+    if hasattr(value, "tolist"):  # a numpy array of messages, as pandas reads them from Parquet
+        value = value.tolist()
+    if isinstance(value, dict):
+        value = [value]
+    if isinstance(value, (list, tuple)) and all(isinstance(m, dict) for m in value):
+        return "\n".join(f"{m.get('role', '?')}: {_content(m.get('content'))}" for m in value)
+    return "" if value is None else str(value)
+
+
+def _content(content: Any) -> str:
+    if isinstance(content, (list, tuple)):  # multimodal parts: keep the text ones
+        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("type") == "text")
+    return "" if content is None else str(content)
+
+
+def prompt_id(prompt: str) -> str:
+    """A stable id for a prompt: its text when short and on one line, else `p-` and 10 hex digits
+    of its SHA-1 (the same text always gets the same id, in every run).
+
+    >>> prompt_id("3+4="), prompt_id("Solve:\\n3+4")
+    ('3+4=', 'p-45d3b0bfc3')
+    """
+    if prompt and len(prompt) <= ID_MAX_CHARS and "\n" not in prompt and prompt.strip() == prompt:
+        return prompt
+    return "p-" + hashlib.sha1(prompt.encode()).hexdigest()[:10]
+
+
+def blocks(n: int, group_size: int, first_group: int = 0) -> tuple[list[int], list[int]]:
+    """`group` and `sample_idx` of n rows that come in consecutive blocks of group_size (TRL's order).
+
+    >>> blocks(6, 3, first_group=2)
+    ([2, 2, 2, 3, 3, 3], [0, 1, 2, 0, 1, 2])
+    """
+    return [first_group + i // group_size for i in range(n)], [i % group_size for i in range(n)]
+
+
+def weighted_total(per_fn: dict[str, Sequence[float | None]], weights: dict[str, float]) -> list[float | None]:
+    """Each row's weighted sum over the functions that scored it; None where none did (TRL's rule).
+
+    >>> weighted_total({"a": [1.0, None], "b": [0.5, None]}, {"a": 1.0, "b": 2.0})
+    [2.0, None]
+    """
+    n = len(next(iter(per_fn.values()), []))
+    out: list[float | None] = []
+    for i in range(n):
+        scored = [(weights.get(fn, 1.0), v[i]) for fn, v in per_fn.items() if _number(v[i]) is not None]
+        out.append(sum(w * float(r) for w, r in scored) if scored else None)
+    return out
+
+
+def _number(value: Any) -> float | None:
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+        return None
+    return float(value)
+
+
+def columns(*, step: int, group: Sequence[int], sample_idx: Sequence[int], prompt: Sequence[str],
+            completion: Sequence[str], reward: Sequence[float | None], advantage: Sequence[float],
+            per_fn: dict[str, Sequence[float | None]] | None = None,
+            extra: dict[str, Sequence[float | None]] | None = None) -> dict[str, pa.Array]:
+    """Typed columns of tables/samples for one step's rows (NaN rewards become null)."""
+    floats = lambda values: pa.array([_number(v) for v in values], pa.float64())  # noqa: E731
+    out = {
+        "step": pa.array([step] * len(prompt), pa.int64()),
+        "group": pa.array(group, pa.int64()),
+        "prompt_id": pa.array([prompt_id(p) for p in prompt], pa.string()),
+        "sample_idx": pa.array(sample_idx, pa.int64()),
+        "prompt": pa.array(prompt, pa.string()),
+        "completion": pa.array(completion, pa.string()),
+        "reward": floats(reward),
+        "advantage": pa.array([float(a) for a in advantage], pa.float64()),
+    }
+    out.update({f"rewards/{fn}": floats(v) for fn, v in (per_fn or {}).items()})
+    out.update({name: floats(v) for name, v in (extra or {}).items()})
+    return out
