@@ -45,8 +45,8 @@ def build_run(runs_dir: str | Path, name: str, fill: Callable[[RunPaths], None])
 
 def open_writer(paths: RunPaths, flush_seconds: float = float("inf")) -> RunWriter:
     """Scalars and samples only: other trainers give no ratio histograms or token detail."""
-    writer = RunWriter(paths, level="scalars", flush_seconds=flush_seconds)
-    writer.tables["samples"] = TableWriter(paths.table("samples"), compact_every=50)
+    writer = RunWriter(paths, level="off", flush_seconds=flush_seconds)
+    writer.tables = {name: TableWriter(paths.table(name), compact_every=50) for name in ("scalars", "samples")}
     return writer
 
 
