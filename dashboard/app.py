@@ -15,6 +15,7 @@ import streamlit as st  # noqa: E402
 from dashboard import i18n  # noqa: E402
 
 st.set_page_config(page_title="GRPO lab", page_icon="🧪", layout="wide")
+st.set_option("client.toolbarMode", "minimal")  # no "Deploy" button: config.toml is read only from the cwd
 
 PAGES = Path(__file__).parent / "app_pages"
 

@@ -9,10 +9,11 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import charts, data, groups_view, launcher, markup, queries, series, ui
+from rundir.layout import SOURCES_KEY
 from rundir.reader import RunInfo
 
 DEFAULT_METRICS = ["reward/mean", "kl/mean", "clip/total", "completion/length_mean"]
-IGNORED_KEYS = {"name", "runs_dir", "resume"}  # differ by construction, or say nothing about training
+IGNORED_KEYS = {"name", "runs_dir", "resume", SOURCES_KEY}  # differ by construction, or not an option
 
 
 def summary(runs: list[RunInfo]) -> pd.DataFrame:
@@ -50,7 +51,11 @@ def config_diff(runs: list[RunInfo]) -> pd.DataFrame:
 
     rows = {k: {n: show(c.get(k)) for n, c in configs.items()} for k in keys}
     differing = {k: v for k, v in rows.items() if len(set(v.values())) > 1}
-    return pd.DataFrame.from_dict(differing, orient="index").rename_axis("option").reset_index()
+    # where each differing value came from (config.json's sources; absent in older runs)
+    sources = {r.name: (r.config or {}).get(SOURCES_KEY) or {} for r in runs}
+    shown = {k: {n: v + (f"  ({sources[n][k]})" if isinstance(sources[n], dict) and sources[n].get(k) else "")
+                 for n, v in row.items()} for k, row in differing.items()}
+    return pd.DataFrame.from_dict(shown, orient="index").rename_axis("option").reset_index()
 
 
 def curves(runs: list[RunInfo], chosen: list[str], x_mode: str, smoothing: float) -> None:

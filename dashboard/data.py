@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from rundir import query
 from rundir.layout import default_runs_dir
 from rundir.reader import RunInfo, TableReader, list_runs, read_run, run_path
 from rundir.status import ACTIVE_STATES  # noqa: F401 - the pages read it as data.ACTIVE_STATES
@@ -92,3 +93,28 @@ def clip_bounds(info: RunInfo) -> tuple[float, float]:
     except (TypeError, ValueError):
         eps = eps_high = 0.2
     return 1.0 - eps, 1.0 + eps_high
+
+
+SEVERITY_ICONS = {"critical": "🛑", "warning": "⚠️", "info": "ℹ️"}
+
+
+@st.cache_data(ttl=2.0, max_entries=64, show_spinner=False)
+def _events(run_dir: str, v: tuple) -> tuple[pd.DataFrame, list[str]]:
+    return query.query(Path(run_dir), "events", "SELECT step, kind, severity, message, suggestion FROM {src} "
+                       "ORDER BY step, severity")
+
+
+def events(name: str) -> pd.DataFrame:
+    """The run doctor's findings (tables/events), oldest first; empty when there are none."""
+    path = run_path(runs_dir(), name)
+    df, _ = _events(str(path), query.version(path, "events"))
+    return df
+
+
+def findings_badge(info: RunInfo) -> str:
+    """'🛑 1 ⚠️ 2' from status.json's findings counts ('' when the doctor found nothing)."""
+    counts = (info.status or {}).get("findings")
+    if not isinstance(counts, dict):
+        return ""
+    return " ".join(f"{icon} {counts[sev]}" for sev, icon in SEVERITY_ICONS.items()
+                    if isinstance(counts.get(sev), int) and counts[sev] > 0)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+
 import pandas as pd
 import streamlit as st
 
@@ -127,7 +129,10 @@ def show_group(info: RunInfo, target: Target) -> None:
         st.warning(f"config.json has std_mode {std_mode!r}, which the trainer does not know; recomputing with 'group'.")
         std_mode = "group"
     st.subheader(f"Step {step} · group {number} · prompt `{prompt_id}`")
-    st.markdown(f"**Prompt:** {markup.show_text(str(group['prompt'].iloc[0]))}", unsafe_allow_html=True)
+    # whitespace markers help with the one-character demo tokenizer and hide real prose: off for real models
+    markers = st.toggle("Show spaces and line breaks (␣ ⏎)", value=cfg.get("model", "tiny") == "tiny",
+                        key="groups_markers")
+    show_prompt(str(group["prompt"].iloc[0]), markers)
     rewards = [None if pd.isna(v) else float(v) for v in group["reward"]]
     worked = group_math.compute(rewards, group["advantage"].astype(float).tolist(), std_mode)
     adv = group["advantage"]
@@ -138,9 +143,23 @@ def show_group(info: RunInfo, target: Target) -> None:
     c[3].metric("pushed up / down", f"{int((adv > 0).sum())} / {int((adv < 0).sum())}")
     c[4].metric("signal", "none (std 0)" if worked.zero_std else "yes")
     st.markdown("**Responses, highest advantage first** (green: A > 0, red: A < 0, grey: A = 0)")
-    st.html(markup.responses_table(group, reward_columns(group)))
+    st.html(markup.responses_table(group, reward_columns(group), markers=markers))
     show_computation(group, worked, std_mode, ppo=cfg.get("algo") == "ppo")
     show_tokens(info, target, group)
+
+
+def show_prompt(prompt: str, markers: bool) -> None:
+    """A chat-formatted prompt as its turns (system, user), the raw text one click away."""
+    turns = markup.chat_turns(prompt)
+    if not turns:
+        st.markdown(f"**Prompt:** {markup.show_text(prompt, markers)}", unsafe_allow_html=True)
+        return
+    st.markdown("**Prompt**")
+    for role, content in turns:
+        st.markdown(f"<small><b>{html.escape(role)}</b></small><br>{markup.show_text(content, markers)}",
+                    unsafe_allow_html=True)
+    with st.expander("Raw prompt (as the model saw it)"):
+        st.code(prompt, language=None)
 
 
 def show_computation(group: pd.DataFrame, worked: group_math.GroupMath, std_mode: str, ppo: bool) -> None:

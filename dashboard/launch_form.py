@@ -10,7 +10,7 @@ import streamlit as st
 from dashboard import launcher, presets
 
 # (option, label) of the form's main fields, then those under "More options".
-MAIN = [("algo", "Algorithm"), ("model", "Model"), ("task", "Task"), ("rewards", "Rewards (name=weight, ...)"),
+MAIN = [("algo", "Algorithm"), ("task", "Task"), ("rewards", "Rewards (name=weight, ...)"),
         ("group_size", "G (responses per prompt)"), ("epsilon", "epsilon (clip range)"), ("beta", "beta (KL weight)"),
         ("lr", "Learning rate"), ("max_steps", "Steps"), ("passes", "Passes per batch"), ("seed", "Seed"),
         ("name", "Run name")]
@@ -46,9 +46,10 @@ def _as_type(value: Any, default: Any) -> Any:
     return value
 
 
-def _widget(name: str, label: str, spec: dict[str, Any], preset: int) -> Any:
+def _widget(name: str, label: str, spec: dict[str, Any], preset: int, kind: str) -> Any:
     default, help_text, choices = spec["default"], spec["help"], spec["choices"]
-    key = f"launch_{preset}_{name}"  # per preset: switching presets shows that preset's values
+    # per preset (and per kind of model for model-dependent options): switching shows their values
+    key = f"launch_{preset}_{kind}_{name}" if spec["by_model"] else f"launch_{preset}_{name}"
     if choices:
         return st.selectbox(label, list(choices), index=list(choices).index(default), help=help_text, key=key)
     if name == "rewards":
@@ -76,23 +77,31 @@ def form(runs_dir: Path) -> None:
         return
     if missing := presets.missing_requirement(preset):
         st.warning(missing)
-    # a copy of the cached specs, with the preset's values as defaults
-    specs = {k: {**v, "default": _as_type(preset.get(k, v["default"]), v["default"])}
-             for k, v in launcher.config_fields().items()}
+    number = list(choices).index(label)
+    # The model is chosen outside the form: its options' defaults (learning rate, warm start,
+    # completion length) follow it, and a form only reports its widgets when submitted.
+    model = st.text_input("Model", str(preset.get("model", "tiny")), key=f"launch_{number}_model",
+                          help=launcher.config_fields()["model"]["help"]).strip() or "tiny"
+    fields = launcher.config_fields(model)
+    specs = {k: {**v, "default": _as_type(preset.get(k, v["default"]), v["default"])} for k, v in fields.items()}
+    kind = "builtin" if model == "tiny" else "pretrained"
+    changed = [k for k, v in fields.items() if v["by_model"] and k not in preset]
+    if changed:
+        st.caption(f"{', '.join(changed)}: the defaults for {'the built-in' if kind == 'builtin' else 'a pretrained'} "
+                   "model (they change with the model).")
     base = "demo" if not preset else str(preset.get("model", "run"))
     specs["name"]["default"] = launcher.free_name(runs_dir, base)
-    number = list(choices).index(label)
     with st.form("launch", border=False):
-        values: dict[str, Any] = {}
+        values: dict[str, Any] = {"model": model}
         cols = st.columns(4)
         for i, (name, label) in enumerate(MAIN):
             with cols[i % 4]:
-                values[name] = _widget(name, label, specs[name], number)
+                values[name] = _widget(name, label, specs[name], number, kind)
         with st.expander("More options"):
             cols = st.columns(4)
             for i, (name, label) in enumerate(MORE):
                 with cols[i % 4]:
-                    values[name] = _widget(name, label, specs[name], number)
+                    values[name] = _widget(name, label, specs[name], number, kind)
         submitted = st.form_submit_button("Start training", type="primary")
     if submitted:
         # options the preset sets but the form does not show (eval_prompts, ...) still apply

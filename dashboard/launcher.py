@@ -47,16 +47,19 @@ class Pending:
 
 
 @functools.lru_cache(maxsize=1)
-def config_fields() -> dict[str, Any]:
-    """Every trainer option with its default and help text (from trainer.config.Config)."""
+def config_fields(model: str = "tiny") -> dict[str, Any]:
+    """Every trainer option with its default for `model` and its help text (trainer.config.Config);
+    `by_model` marks the options whose default depends on the model (MODEL_DEFAULTS)."""
     import dataclasses
 
-    from trainer.config import Config
+    from trainer.config import BUILTIN_MODELS, MODEL_DEFAULTS, Config
 
+    by_model = MODEL_DEFAULTS["builtin" if model in BUILTIN_MODELS else "pretrained"]
     out = {}
     for f in dataclasses.fields(Config):
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
-        out[f.name] = {"default": default, "help": f.metadata.get("help", ""), "choices": f.metadata.get("choices")}
+        out[f.name] = {"default": by_model.get(f.name, default), "help": f.metadata.get("help", ""),
+                       "choices": f.metadata.get("choices"), "by_model": f.name in by_model}
     return out
 
 

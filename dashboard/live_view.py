@@ -47,6 +47,21 @@ def header(info, frame: data.Frame) -> None:
         st.error(f"**Error:** {info.error}")
 
 
+def doctor_banner(run: str, info) -> None:
+    """The run doctor's findings (tables/events): the worst first, each with its step and likely fix."""
+    found = data.events(run)
+    if found.empty:
+        return
+    stop_reason = (info.status or {}).get("stop_reason")
+    worst = "critical" if (found["severity"] == "critical").any() else "warning" if (
+        found["severity"] == "warning").any() else "info"
+    lines = [f"- {data.SEVERITY_ICONS.get(r.severity, '')} **step {r.step} · {r.kind}**: {r.message}. "
+             f"*Try:* {r.suggestion}" for r in found.sort_values("step", ascending=False).head(5).itertuples()]
+    more = f"\n\n…and {len(found) - 5} earlier findings (tables/events)." if len(found) > 5 else ""
+    head = f"**Stopped by the run doctor:** {stop_reason}\n\n" if stop_reason else "**The run doctor found:**\n\n"
+    {"critical": st.error, "warning": st.warning, "info": st.info}[worst](head + "\n".join(lines) + more)
+
+
 def not_logged(info) -> tuple[str, str] | None:
     """(heading, what is missing) when the run comes from another trainer that does not log everything we do."""
     return NOT_LOGGED.get(str(info.get("source") or ""))
@@ -58,6 +73,7 @@ def render(run: str, x_mode: str, smoothing: float, extra: list[str], was_active
         st.rerun(scope="app")  # the run ended: redraw the page once more, without the timer
     frame = data.scalars(run)
     header(info, frame)
+    doctor_banner(run, info)
     ui.warn(info.problems + frame.problems)
     if frame.df.empty:
         st.info("No step has been logged yet: the trainer writes its first rows after its first step "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -33,17 +34,35 @@ def _fmt(v, digits: int = 3) -> str:
     return f"{float(v):.{digits}f}"
 
 
-def show_text(text: str) -> str:
-    """Escaped text with empty and blank completions made visible."""
+def show_text(text: str, markers: bool = True) -> str:
+    """Escaped text with empty completions made visible; with `markers` every space and newline
+    too (␣, ⏎: what the one-character demo tokenizer needs), else line breaks kept as they are."""
     if text is None or text == "":
         return '<span style="opacity:.55">∅ (empty)</span>'
-    return html.escape(str(text)).replace(" ", "␣").replace("\n", "⏎")
+    if markers:
+        return html.escape(str(text)).replace(" ", "␣").replace("\n", "⏎")
+    return f'<span style="white-space:pre-wrap">{html.escape(str(text))}</span>'
+
+
+# Chat templates as rendered into prompts: ChatML (SmolLM2, Qwen) and Llama 3's headers.
+_TURNS = (re.compile(r"<\|im_start\|>(\w+)\n(.*?)(?:<\|im_end\|>|$)", re.S),
+          re.compile(r"<\|start_header_id\|>(\w+)<\|end_header_id\|>\n*(.*?)(?:<\|eot_id\|>|$)", re.S))
+
+
+def chat_turns(prompt: str) -> list[tuple[str, str]]:
+    """[(role, content), ...] of a chat-formatted prompt; [] when it is plain text."""
+    for pattern in _TURNS:
+        turns = [(role, content.strip()) for role, content in pattern.findall(prompt or "")]
+        if turns:
+            return [t for t in turns if t[1] or t[0] != "assistant"]  # the open assistant turn is the completion
+    return []
 
 
 CELL = "padding:3px 8px;border-bottom:1px solid rgba(128,128,128,.25);text-align:left;"
 
 
-def responses_table(group: pd.DataFrame, reward_columns: list[str], compact: bool = False) -> str:
+def responses_table(group: pd.DataFrame, reward_columns: list[str], compact: bool = False,
+                    markers: bool = True) -> str:
     """The G responses sorted by advantage (highest first), each row tinted by the sign of A_i."""
     rows = group.sort_values(["advantage", "sample_idx"], ascending=[False, True])
     extra = [] if compact else ["length", "truncated", "ratio_mean", "clip_frac", "kl_mean"]
@@ -54,7 +73,7 @@ def responses_table(group: pd.DataFrame, reward_columns: list[str], compact: boo
     for _, r in rows.iterrows():
         kind = adv_class(float(r["advantage"]))
         colour = BACKGROUND[kind]
-        cells = [_fmt(r["sample_idx"]), f'<code>{show_text(r["completion"])}</code>', _fmt(r.get("reward")),
+        cells = [_fmt(r["sample_idx"]), f'<code>{show_text(r["completion"], markers)}</code>', _fmt(r.get("reward")),
                  *[_fmt(r.get(c)) for c in reward_columns],
                  f'<b>{float(r["advantage"]):+.3f}</b>',
                  *[("✂ yes" if r[c] else "") if c == "truncated" else _fmt(r[c]) for c in extra]]

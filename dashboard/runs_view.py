@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import streamlit as st
 
 from dashboard import data, launch_form, launcher, ui
+from rundir.layout import SOURCES_KEY
 from rundir.reader import tail
 
 
@@ -20,13 +23,14 @@ def runs_frame(runs, pending) -> pd.DataFrame:
             "progress": min(r.step / r.total_steps, 1.0) if r.total_steps > 0 else 0.0,
             "step": f"{r.step} / {r.total_steps or '?'}",
             "latest reward": latest,
+            "doctor": data.findings_badge(r),
             "started": pd.to_datetime(started, unit="s", utc=True).tz_convert(None) if started else None,
             "duration": ui.duration(ui.run_duration(r)),
         })
     for p in pending:
         rows.append({"name": p.name, "algo": "—", "model": "—", "task": "—",
                      "state": ui.state_label("launching" if p.alive else "failed to start"), "progress": 0.0,
-                     "step": "—", "latest reward": None,
+                     "step": "—", "latest reward": None, "doctor": "",
                      "started": pd.to_datetime(p.started_at, unit="s", utc=True).tz_convert(None), "duration": "—"})
     return pd.DataFrame(rows)
 
@@ -74,12 +78,23 @@ def actions(name: str, runs, pending) -> None:
         ui.warn(info.problems)
         if info.error:
             st.error(f"**Error:** {info.error}")
+        if info.config:
+            with st.expander("Options, and where each value came from"):
+                st.dataframe(options_table(info.config), hide_index=True)
         st.text("train.log (last lines)")
         st.code(tail(info.path / "train.log") or "(empty)", language=None)
     output = launcher.launch_log(data.runs_dir(), name)
     if output:
         with st.expander("Trainer output (stdout / stderr)", expanded=info is None):
             st.code(output, language=None)
+
+
+def options_table(config: dict) -> pd.DataFrame:
+    """One row per option: its effective value and its source (config.json's `sources`)."""
+    sources = config.get(SOURCES_KEY) if isinstance(config.get(SOURCES_KEY), dict) else {}
+    rows = [{"option": k, "value": json.dumps(v) if isinstance(v, (dict, list)) else str(v),
+             "source": sources.get(k, "—")} for k, v in config.items() if k != SOURCES_KEY]
+    return pd.DataFrame(rows)
 
 
 def any_active(runs, pending) -> bool:

@@ -12,9 +12,10 @@ from typing import Any
 
 SCHEMA_VERSION = 2
 RUNS_DIR_ENV = "GRPO_LAB_RUNS_DIR"
+SOURCES_KEY = "sources"  # config.json: where each option's value came from (not an option itself)
 # A run name is one folder name: no separators, no "..", so it cannot lead outside the runs root.
 RUN_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
-TABLES = ("scalars", "samples", "histograms", "tokens")
+TABLES = ("scalars", "samples", "histograms", "tokens", "events")
 PART_RE = re.compile(r"^part-(\d{8})-(\d{8})(?:-[a-z0-9]+)?\.parquet$")
 
 

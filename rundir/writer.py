@@ -100,7 +100,7 @@ class RunWriter:
         self.paths = paths
         self.level = level
         self.flush_seconds = flush_seconds
-        names = {"full": TABLES, "scalars": ("scalars",), "off": ()}[level]
+        names = {"full": TABLES, "scalars": ("scalars", "events"), "off": ()}[level]
         self.tables = {name: TableWriter(paths.table(name), compact_every) for name in names}
         self.last_flush = time.monotonic()
 

@@ -48,3 +48,15 @@ def test_responses_table_colours_by_sign_and_escapes_text():
     out = markup.responses_table(group, ["rewards/correctness"])
     assert out.index('data-adv="pos"') < out.index('data-adv="zero"') < out.index('data-adv="neg"')
     assert "<b>7</b>" not in out and "&lt;b&gt;7&lt;/b&gt;" in out and "∅" in out and "✂" in out
+
+
+def test_real_text_without_whitespace_markers_and_chat_prompts_as_turns():
+    assert markup.show_text("a b\nc") == "a␣b⏎c"  # the demo tokenizer's view
+    assert markup.show_text("a <b>\nc", markers=False) == '<span style="white-space:pre-wrap">a &lt;b&gt;\nc</span>'
+    chatml = ("<|im_start|>system\nYou are a tutor.<|im_end|>\n<|im_start|>user\nTom has 3 apples.<|im_end|>\n"
+              "<|im_start|>assistant\n")
+    assert markup.chat_turns(chatml) == [("system", "You are a tutor."), ("user", "Tom has 3 apples.")]
+    llama3 = ("<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
+              "<|start_header_id|>assistant<|end_header_id|>\n\n")
+    assert markup.chat_turns(llama3) == [("user", "Hi")]
+    assert markup.chat_turns("3+4=") == []

@@ -11,6 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from rundir.layout import RunPaths, part_name, visible_parts, write_json_atomic
+from rundir.writer import TableWriter
 from trainer_helpers import start_trainer, wait_trainers
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,6 +51,17 @@ def runs(tmp_path_factory):
 
     notables = root / "notables"
     shutil.copytree(alpha, notables, ignore=shutil.ignore_patterns("checkpoints", "tables"))
+
+    sick = root / "sick"  # as the run doctor leaves a run it stopped: events, counts, the reason
+    shutil.copytree(alpha, sick, ignore=shutil.ignore_patterns("checkpoints"))
+    events = TableWriter(RunPaths(sick).table("events"), 100)
+    events.append({"step": [2, 3], "kind": ["grad_explosion", "kl_explosion"], "severity": ["warning", "critical"],
+                   "message": ["grad/norm 240 before clipping", "kl/mean 1.8e+14 nats per token"],
+                   "suggestion": ["lower lr", "learning rate 0.002 is high for a 135M-parameter pretrained model"]})
+    events.flush()
+    status = json.loads((sick / "status.json").read_text())
+    write_json_atomic(sick / "status.json", {**status, "state": "stopped", "findings": {"warning": 1, "critical": 1},
+                                             "stop_reason": "doctor (kl_explosion, critical) at step 3: kl/mean 1.8e+14"})
 
     ppo = root / "ppo"
     shutil.copytree(alpha, ppo, ignore=shutil.ignore_patterns("checkpoints"))
@@ -98,7 +110,8 @@ def charts(at):
 def test_runs_lists_every_run_with_state_and_progress(app):
     at = app("runs")
     df = at.dataframe[0].value
-    assert set(df["name"]) == {"alpha", "beta", "empty", "half", "corrupt", "notables", "ppo", "weird"}
+    assert set(df["name"]) == {"alpha", "beta", "empty", "half", "corrupt", "notables", "ppo", "weird", "sick"}
+    assert df[df["name"] == "sick"].iloc[0]["doctor"] == "🛑 1 ⚠️ 1" and df[df["name"] == "alpha"].iloc[0]["doctor"] == ""
     alpha = df[df["name"] == "alpha"].iloc[0]
     assert "finished" in alpha["state"] and alpha["progress"] == 1.0 and alpha["step"] == "8 / 8"
     assert "failed" in df[df["name"] == "half"].iloc[0]["state"]  # 'starting' but its process is gone
@@ -149,13 +162,31 @@ def test_a_preset_fills_the_form_and_its_hidden_options_still_apply(app, monkeyp
     label = next(name for name in presets.presets() if name.startswith("SmolLM2"))
     at.selectbox(key="launch_preset").set_value(label).run()
     assert at.text_input(key="launch_1_model").value == "smollm2"
-    assert at.number_input(key="launch_1_lr").value == pytest.approx(2e-5)
+    assert at.number_input(key="launch_1_pretrained_lr").value == pytest.approx(2e-5)
     assert at.text_input(key="launch_1_name").value == "smollm2"
     at.number_input(key="launch_1_max_steps").set_value(3)
     at.button[[b.label for b in at.button].index("Start training")].click().run()
     values = started[0]
     assert values["task"] == "word_problems" and values["max_steps"] == 3
     assert values["eval_prompts"] == 24  # in the preset, not in the form
+
+
+def test_the_launch_form_follows_the_model_with_its_defaults(app):
+    at = app("runs")
+    assert at.number_input(key="launch_0_builtin_lr").value == pytest.approx(2e-3)
+    at.text_input(key="launch_0_model").set_value("HuggingFaceTB/SmolLM2-135M-Instruct").run()
+    assert at.number_input(key="launch_0_pretrained_lr").value == pytest.approx(1e-5)
+    assert at.number_input(key="launch_0_pretrained_sft_steps").value == 0
+    assert at.number_input(key="launch_0_pretrained_max_new_tokens").value == 128
+    assert "the defaults for a pretrained model" in texts(at.caption)
+
+
+def test_runs_shows_each_option_with_where_it_came_from(app):
+    at = app("runs", runs_pick="alpha")
+    options = next(d.value for d in at.dataframe if "source" in d.value.columns)
+    by_name = options.set_index("option")
+    assert by_name.loc["lr", "source"] == "model default (built-in)"
+    assert by_name.loc["max_steps", "source"] == "command line" and by_name.loc["seed", "source"] == "default"
 
 
 # --- Live ---------------------------------------------------------------------------------------
@@ -203,6 +234,14 @@ def test_live_on_a_hand_edited_run_with_values_of_the_wrong_type(app):
 def test_live_on_a_corrupt_run_still_draws_what_it_can(app):
     at = app("live", "corrupt")
     assert len(charts(at)) >= 12 and "scalars/part-00000090-00000091.parquet" in texts(at.warning)
+
+
+def test_live_shows_the_run_doctors_findings(app):
+    at = app("live", "sick")
+    banner = texts(at.error)
+    assert "Stopped by the run doctor" in banner and "step 3 · kl_explosion" in banner
+    assert "learning rate 0.002 is high" in banner and "step 2 · grad_explosion" in banner
+    assert "run doctor" not in texts(app("live", "alpha").error)
 
 
 # --- Groups -------------------------------------------------------------------------------------

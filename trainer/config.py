@@ -13,14 +13,21 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, get_type_hints
+from typing import Any, get_args, get_type_hints
 
 import yaml
 
-from rundir.layout import RUNS_DIR_ENV, default_runs_dir, valid_run_name
-from trainer.objective import KL_ESTIMATORS, LOSS_AGGREGATIONS, STD_MODES
+from rundir.layout import RUNS_DIR_ENV, SOURCES_KEY, default_runs_dir, valid_run_name
+from trainer.objective import IMPORTANCE_LEVELS, KL_ESTIMATORS, LOSS_AGGREGATIONS, STD_MODES
 
 BUILTIN_MODELS = ("tiny",)
+# Options whose good value depends on the model: the built-in 85k-parameter demo learns with a
+# learning rate that wrecks a pretrained model in one step (kl 1e14 on SmolLM2 at 2e-3), and only
+# the built-in model has a warm start. Left unset, each takes the value for the kind of model.
+MODEL_DEFAULTS = {
+    "builtin": {"lr": 2e-3, "sft_steps": 60, "max_new_tokens": 4},
+    "pretrained": {"lr": 1e-5, "sft_steps": 0, "max_new_tokens": 128},
+}
 BUILTIN_TASKS = ("arithmetic", "word_problems")
 DATA_FIELDS = ("prompt", "answer", "tests", "system", "id")  # the `columns` mapping's meaningful keys
 TEXT_MAPPINGS = ("columns",)  # dict options whose values are names, not numbers
@@ -52,7 +59,8 @@ class Config:
     task: str = _opt("arithmetic", "Prompts: 'arithmetic' or 'word_problems' (built in), a local .jsonl/.json/.csv/"
                      ".parquet file, or a Hugging Face dataset name or directory.")
     task_max_operand: int = _opt(5, "Built-in tasks: numbers are drawn from 0..N.")
-    sft_steps: int = _opt(60, "Supervised warm start on the answer format before RL (built-in model only; 0: none).")
+    sft_steps: int | None = _opt(None, "Supervised warm start on the answer format before RL (built-in model only; "
+                                 "0: none).", by_model=True)
     rewards: dict = _opt({"correctness": 1.0}, "Reward names and weights, e.g. correctness=1,length=0.1.")
     reward_params: dict = _opt({}, "Per-reward parameters (config file only), e.g. {length: {max_len: 8}}.")
     # --- model options ---
@@ -80,17 +88,32 @@ class Config:
     # --- sampling ---
     group_size: int = _opt(8, "G: responses sampled per prompt (>= 2; PPO: >= 1, its usual one response per prompt).")
     prompts_per_step: int = _opt(32, "Prompts per step; a step samples prompts_per_step * group_size completions.")
-    max_new_tokens: int = _opt(4, "Longest completion in tokens; longer ones are cut and marked truncated.")
+    max_new_tokens: int | None = _opt(None, "Longest completion in tokens; longer ones are cut and marked truncated.",
+                                      by_model=True)
     temperature: float = _opt(1.0, "Sampling temperature (> 0); 1.0 samples the policy itself.")
     # --- objective ---
     epsilon: float = _opt(0.2, "Clip range: ratios outside [1-epsilon, 1+epsilon] stop the gradient.")
     epsilon_high: float | None = _opt(None, "Separate upper clip (1+epsilon_high), as DAPO; default: epsilon.")
     beta: float = _opt(0.04, "Weight of the KL penalty to the frozen reference (0: no reference model is loaded).")
-    std_mode: str = _opt("group", "Advantage scale: group (1/G std, the chapter), sample (N-1, TRL/verl), none.", choices=STD_MODES)
-    loss_aggregation: str = _opt("sequence", "sequence: mean per response then over responses (the chapter); token: one mean over all tokens (DAPO).", choices=LOSS_AGGREGATIONS)
+    std_mode: str = _opt("group", "Advantage scale: group (1/G std, the chapter), sample (N-1, TRL/verl), batch (group "
+                         "mean, std of the whole step's rewards), none (centre only, Dr. GRPO).", choices=STD_MODES)
+    loss_aggregation: str = _opt("sequence", "sequence: mean per response then over responses (the chapter); token: one "
+                                 "mean over all tokens (DAPO); constant: token sum / (responses * max_new_tokens) "
+                                 "(Dr. GRPO).", choices=LOSS_AGGREGATIONS)
+    importance_level: str = _opt("token", "GRPO: token (a ratio per token, the chapter) or sequence (GSPO: one ratio per "
+                                 "response, the geometric mean of its token ratios, clipped per response).",
+                                 choices=IMPORTANCE_LEVELS)
+    mask_truncated: bool = _opt(False, "GRPO: leave completions cut at max_new_tokens out of the loss (DAPO's overlong "
+                                "filtering); they are still sampled, scored and logged.")
+    entropy_coef: float = _opt(0.0, "GRPO: weight of an entropy bonus added to the objective (0: none), logged as "
+                               "loss/entropy_bonus.")
+    dynamic_sampling: bool = _opt(False, "GRPO, DAPO: drop groups whose rewards are all equal and sample more prompts "
+                                  "until prompts_per_step groups have a spread, or dynamic_sampling_rounds extra rounds.")
+    dynamic_sampling_rounds: int = _opt(4, "Dynamic sampling: at most this many extra sampling rounds per step; then "
+                                        "the step trains on the groups with a spread it has.")
     passes: int = _opt(4, "Optimisation passes over each sampled batch; with 1 the ratio is exactly 1 and nothing clips.")
     minibatches: int = _opt(1, "Minibatches per pass (1: the whole batch in one update).")
-    lr: float = _opt(2e-3, "Learning rate (AdamW).")
+    lr: float | None = _opt(None, "Learning rate (AdamW).", by_model=True)
     weight_decay: float = _opt(0.0, "AdamW weight decay.")
     max_grad_norm: float = _opt(1.0, "Gradient norm clip (0: off).")
     # --- PPO only ---
@@ -106,6 +129,9 @@ class Config:
     compact_every: int = _opt(50, "Merge a table's part files once it has this many.")
     checkpoint_every: int = _opt(100, "Steps between checkpoints (final one always written).")
     keep_checkpoints: int = _opt(2, "Periodic checkpoints kept on disk.")
+    stop_on: str = _opt("critical", "Stop the run at a run-doctor finding of this severity or worse (none, warning, "
+                        "critical); the last checkpoint before it is kept. Findings: the events table.",
+                        choices=("none", "warning", "critical"))
 
     def validate(self) -> "Config":
         def need(ok: bool, name: str, allowed: str) -> None:
@@ -141,6 +167,13 @@ class Config:
         need(self.epsilon > 0, "epsilon", "must be > 0")
         need(self.epsilon_high is None or self.epsilon_high > 0, "epsilon_high", "must be > 0 or unset")
         need(self.beta >= 0, "beta", "must be >= 0")
+        need(self.entropy_coef >= 0, "entropy_coef", "must be >= 0 (0: no entropy bonus)")
+        need(self.dynamic_sampling_rounds >= 0, "dynamic_sampling_rounds", "must be >= 0")
+        for name, off in (("importance_level", "token"), ("loss_aggregation", ("sequence", "token")),
+                          ("mask_truncated", False), ("entropy_coef", 0.0), ("dynamic_sampling", False)):
+            value = getattr(self, name)
+            need(self.algo == "grpo" or value in (off if isinstance(off, tuple) else (off,)), name,
+                 "is a GRPO option; with algo ppo leave it at its default")
         need(self.passes >= 1, "passes", "must be >= 1")
         need(self.minibatches >= 1, "minibatches", "must be >= 1")
         need(self.lr > 0, "lr", "must be > 0")
@@ -160,6 +193,21 @@ class Config:
             need(choices is None or getattr(self, f.name) in choices, f.name, f"must be one of {', '.join(choices or ())}")
         return self
 
+    def __post_init__(self) -> None:
+        self.sources: dict[str, str] = {}  # where each value came from (from_dict fills it); not an option
+        self.fill_model_defaults()  # a Config built in code gets the model's values too
+
+    @property
+    def model_kind(self) -> str:
+        """builtin or pretrained: which MODEL_DEFAULTS apply."""
+        return "builtin" if self.model in BUILTIN_MODELS else "pretrained"
+
+    def fill_model_defaults(self) -> None:
+        """Give each unset model-dependent option its value for this model."""
+        for name, value in MODEL_DEFAULTS[self.model_kind].items():
+            if getattr(self, name) is None:
+                setattr(self, name, value)
+
     @property
     def run_dir(self) -> Path:
         return Path(self.runs_dir) / self.name
@@ -170,7 +218,12 @@ class Config:
         return self.epsilon if self.epsilon_high is None else self.epsilon_high
 
     def to_dict(self) -> dict[str, Any]:
+        """Every option's effective value (config.json adds SOURCES_KEY: see run_record)."""
         return dataclasses.asdict(self)
+
+    def run_record(self) -> dict[str, Any]:
+        """config.json: every effective value, and under SOURCES_KEY where each came from."""
+        return {**self.to_dict(), SOURCES_KEY: dict(self.sources)}
 
 
 def _parse_mapping(field_name: str, text: str) -> dict[str, Any]:
@@ -194,6 +247,8 @@ def _parse_mapping(field_name: str, text: str) -> dict[str, Any]:
 def _coerce(name: str, hint: Any, value: Any) -> Any:
     if value is None:
         return None
+    if type(None) in get_args(hint):  # an optional option (int | None): coerce to its type
+        hint = next(a for a in get_args(hint) if a is not type(None))
     hint_s = str(hint)
     try:
         if hint is bool or hint_s == "bool":
@@ -234,8 +289,13 @@ def build_parser() -> argparse.ArgumentParser:
         if f.name == "resume":
             parser.add_argument(flag, action="store_const", const=True, default=None, help=f.metadata["help"])
             continue
+        if f.metadata.get("by_model"):
+            shown = ", ".join(f"{MODEL_DEFAULTS[k][f.name]:g} for {'the built-in' if k == 'builtin' else 'a pretrained'} "
+                              "model" for k in MODEL_DEFAULTS)
+        else:
+            shown = default
         parser.add_argument(flag, dest=f.name, default=None, metavar=f.name.upper(),
-                            help=f"{f.metadata['help']} (default: {default})")
+                            help=f"{f.metadata['help']} (default: {shown})")
     return parser
 
 
@@ -252,8 +312,12 @@ def read_config_file(path: str) -> dict[str, Any]:
     return data
 
 
-def from_dict(values: dict[str, Any]) -> Config:
-    """Build and validate a Config from plain values (file, CLI, dashboard form)."""
+def from_dict(values: dict[str, Any], sources: dict[str, str] | None = None) -> Config:
+    """Build and validate a Config from plain values (file, CLI, dashboard form).
+
+    `sources` names where each given value came from (default: "command line"); the result's
+    `sources` adds "default" or the model default for every other option.
+    """
     hints = get_type_hints(Config)
     known = {f.name for f in dataclasses.fields(Config)}
     unknown = sorted(set(values) - known)
@@ -261,6 +325,11 @@ def from_dict(values: dict[str, Any]) -> Config:
         raise ConfigError(f"{unknown[0]}: unknown option; see python -m trainer --help")
     kwargs = {k: _coerce(k, hints[k], v) for k, v in values.items()}
     cfg = Config(**kwargs)
+    given = {k: (sources or {}).get(k, "command line") for k, v in kwargs.items() if v is not None}
+    model_default = f"model default ({'built-in' if cfg.model_kind == 'builtin' else 'pretrained'})"
+    filled = {name for name in MODEL_DEFAULTS[cfg.model_kind] if kwargs.get(name) is None}  # __post_init__ filled them
+    cfg.sources = {f.name: given.get(f.name, model_default if f.name in filled else "default")
+                   for f in dataclasses.fields(Config)}
     if not cfg.runs_dir:
         cfg.runs_dir = default_runs_dir()
     if not cfg.name:
@@ -272,21 +341,29 @@ def load_config(argv: list[str] | None = None) -> Config:
     args = build_parser().parse_args(argv)
     values: dict[str, Any] = read_config_file(args.config) if args.config else {}
     values = {k.replace("-", "_"): v for k, v in values.items()}
-    values.update({k: v for k, v in vars(args).items() if k != "config" and v is not None})
+    sources = dict.fromkeys(values, "config file")
+    flags = {k: v for k, v in vars(args).items() if k != "config" and v is not None}
+    values.update(flags)
+    sources.update(dict.fromkeys(flags, "command line"))
     if values.get("resume") in (True, "true", "1"):
-        values = {**saved_config(values), **values}
-    return from_dict(values)
+        saved, saved_sources = saved_config(values)
+        values = {**saved, **values}
+        sources = {**{k: saved_sources.get(k, "resumed run") for k in saved}, **sources}
+    return from_dict(values, sources)
 
 
-def saved_config(values: dict[str, Any]) -> dict[str, Any]:
-    """A resumed run keeps its own config; only options given again override it."""
+def saved_config(values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """A resumed run keeps its own config (and where each value came from); only options given
+    again override it."""
     name = values.get("name") or ""
     if not name:
         raise ConfigError("name: --resume needs the --name of the run to continue")
     path = Path(values.get("runs_dir") or default_runs_dir()) / str(name) / "config.json"
     if not valid_run_name(str(name)) or not path.is_file():
-        return {}  # validation or the run-directory check reports it
+        return {}, {}  # validation or the run-directory check reports it
     try:
-        return json.loads(path.read_text())
+        saved = json.loads(path.read_text())
     except ValueError:
         raise ConfigError(f"resume: {path} is not valid JSON") from None
+    sources = saved.pop(SOURCES_KEY, None)
+    return saved, sources if isinstance(sources, dict) else {}

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from trainer.doctor import repetitive
+
 # Fixed ratio histogram bins: 40 bins over [0.5, 1.5]; values beyond fall into the end bins.
 RATIO_EDGES = torch.linspace(0.5, 1.5, 41)
 
@@ -117,16 +119,20 @@ def step_scalars(c, batch, stats: TokenStats, *, advantages: torch.Tensor, frac_
     rollout, mask = batch.rollout, batch.mask
     step_s = time.perf_counter() - start
     metrics = reward_scalars(batch.totals, batch.scores.per_reward, batch.scores.errors, frac_zero_std, advantages)
-    metrics.update(stats.scalars())
+    if stats.tokens:  # a step that trained (dynamic sampling may leave nothing to train on: no update)
+        metrics.update(stats.scalars())
+        metrics.update({
+            "loss/policy": sum(policy_losses) / len(policy_losses),
+            "loss/total": sum(losses) / len(losses),
+            "grad/norm": sum(grad_norms) / len(grad_norms),
+        })
     metrics.update({
         "entropy/mean": float((batch.entropy * mask).sum() / mask.sum().clamp(min=1)),
-        "loss/policy": sum(policy_losses) / len(policy_losses),
-        "loss/total": sum(losses) / len(losses),
-        "grad/norm": sum(grad_norms) / len(grad_norms),
         "lr": c.optimizer.param_groups[0]["lr"],
         "completion/length_mean": rollout.lengths.float().mean().item(),
         "completion/length_max": rollout.lengths.max().item(),
         "completion/truncated_frac": rollout.truncated.float().mean().item(),
+        "completion/repetitive_frac": sum(map(repetitive, rollout.completions)) / len(rollout.completions),
         "time/step_s": step_s,
         "time/generation_s": rollout.generation_s,
         "perf/tokens_per_s": int(mask.sum()) / step_s,
@@ -135,16 +141,26 @@ def step_scalars(c, batch, stats: TokenStats, *, advantages: torch.Tensor, frac_
 
 
 def log_step_tables(c, step: int, batch, stats: TokenStats, last: LastPass, *, advantages: torch.Tensor,
-                    per_token: dict[str, torch.Tensor]) -> None:
+                    per_token: dict[str, torch.Tensor], dropped=None) -> None:
     """samples, histograms and tokens rows of one step (logging level full only).
 
     advantages: one per completion (B,); per_token: (B, T) columns the tokens table adds to the
-    last pass's (GRPO: the advantage; PPO: also value, return, token reward)."""
+    last pass's (GRPO: the advantage; PPO: also value, return, token reward). dropped: the groups
+    dynamic sampling left out (a Batch), logged after the trained ones with `dropped` true."""
     if c.writer.level != "full":
         return
     cfg = c.cfg
-    c.writer.log("samples", sample_rows(step, batch, advantages=advantages, last=last))
-    c.writer.log("histograms", stats.histogram(step, cfg.epsilon, cfg.epsilon_upper))
+    if batch.rows:
+        c.writer.log("samples", sample_rows(step, batch, advantages=advantages, last=last))
+    if dropped is not None and dropped.rows:
+        nan, no = torch.full_like(dropped.mask, math.nan), torch.zeros_like(dropped.mask, dtype=torch.bool)
+        c.writer.log("samples", sample_rows(
+            step, dropped, advantages=torch.zeros(len(dropped.rollout.completions)), group_offset=len(batch.rows),
+            dropped=True, last=LastPass(logp_new=nan, ratio=nan, kl=nan, clipped_low=no, clipped_high=no)))
+    if not stats.tokens:
+        return
+    histogram = stats.histogram(step, cfg.epsilon, cfg.epsilon_upper)
+    c.writer.log("histograms", {**histogram, "importance_level": [getattr(cfg, "importance_level", "token")]})
     which = list(range(min(cfg.token_detail_groups, len(batch.rows)) * cfg.group_size))
     if which:
         ref = batch.ref_logp if batch.ref_logp is not None else torch.full_like(batch.old_logp, float("nan"))
@@ -153,8 +169,10 @@ def log_step_tables(c, step: int, batch, stats: TokenStats, last: LastPass, *, a
         c.writer.log("tokens", token_rows(step, batch, which, c.tokenizer, columns))
 
 
-def sample_rows(step: int, batch, *, advantages: torch.Tensor, last: LastPass) -> dict[str, list]:
-    """One row per completion. Completion i answers prompt i // G: its group within the step."""
+def sample_rows(step: int, batch, *, advantages: torch.Tensor, last: LastPass, group_offset: int = 0,
+                dropped: bool = False) -> dict[str, list]:
+    """One row per completion. Completion i answers prompt i // G: group group_offset + i // G of
+    the step; `dropped`: dynamic sampling left these groups out of the update."""
     G = batch.group_size
     n = len(batch.rollout.completions)
     m = batch.mask.float()
@@ -162,7 +180,7 @@ def sample_rows(step: int, batch, *, advantages: torch.Tensor, last: LastPass) -
     clipped = last.clipped_low | last.clipped_high
     cols: dict[str, list] = {
         "step": [step] * n,
-        "group": [i // G for i in range(n)],
+        "group": [group_offset + i // G for i in range(n)],
         "prompt_id": [str(batch.rows[i // G]["prompt_id"]) for i in range(n)],
         "sample_idx": [i % G for i in range(n)],
         "prompt": [batch.rows[i // G]["prompt"] for i in range(n)],
@@ -178,6 +196,7 @@ def sample_rows(step: int, batch, *, advantages: torch.Tensor, last: LastPass) -
         "ratio_mean": ((last.ratio * m).sum(dim=1) / denom).tolist(),
         "clip_frac": ((clipped.float() * m).sum(dim=1) / denom).tolist(),
         "kl_mean": ((last.kl * m).sum(dim=1) / denom).tolist(),
+        "dropped": [dropped] * n,
     })
     return cols
 

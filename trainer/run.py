@@ -24,6 +24,7 @@ from rundir.status import StatusFile
 from rundir.writer import RunWriter
 from trainer import checkpoint
 from trainer.config import Config, ConfigError
+from trainer.doctor import Doctor, Finding, stops
 from trainer.models import load_policy, pick_device
 from trainer.evaluate import due as eval_due, evaluate
 from trainer.setup import Components, build_rewards, build_tasks, frozen_copy, make_optimizer
@@ -107,7 +108,7 @@ def prepare(cfg: Config) -> tuple[Components, RunPaths, StatusFile, int]:
     # --- from here on the run directory exists ---
     paths.root.mkdir(parents=True, exist_ok=True)
     log = open_log(paths)
-    write_json_atomic(paths.config, cfg.to_dict())
+    write_json_atomic(paths.config, cfg.run_record())
     status = StatusFile(paths.status, name=cfg.name, algo=cfg.algo, model=cfg.model, task=cfg.task,
                         total_steps=cfg.max_steps)
     status.update(state="starting")
@@ -165,6 +166,10 @@ def train(cfg: Config) -> int:
     trained = sum(p.numel() for m in comps.models().values() for p in m.parameters() if p.requires_grad)
     status.update(state="running", step=step, pid=os.getpid(), trained_params=trained,
                   device=str(comps.device))
+    doctor = Doctor(lr=cfg.lr, max_grad_norm=cfg.max_grad_norm, pretrained=not comps.builtin_model,
+                    vocab_size=len(comps.tokenizer), trained_params=trained)
+    findings: dict[str, int] = dict((status.data.get("findings") or {}))  # a resumed run keeps its count
+    halt: Finding | None = None  # a doctor finding at or above --stop-on
     try:
         bar = tqdm(total=cfg.max_steps, initial=step, desc=cfg.name, mininterval=1.0, dynamic_ncols=True)
         for step in range(first_step, cfg.max_steps + 1):
@@ -176,18 +181,30 @@ def train(cfg: Config) -> int:
                 metrics.update(evaluate(comps))
             writer.log("scalars", {"step": [step], "time": [time.time()], "wall_s": [time.time() - start],
                                    **{k: [float(v)] for k, v in metrics.items()}})
+            for finding in doctor.check(step, metrics):
+                writer.log("events", finding.row())
+                log.warning("doctor, step %d: %s (%s). Suggestion: %s", step, finding.message, finding.severity,
+                            finding.suggestion)
+                findings[finding.severity] = findings.get(finding.severity, 0) + 1
+                if halt is None and stops(finding, cfg.stop_on):
+                    halt = finding
             writer.maybe_flush()
             status.update(step=step, peak_memory_mb=round(peak_memory_mb(comps.device), 1),
-                          train_seconds=round(time.time() - start, 3))
+                          train_seconds=round(time.time() - start, 3), findings=findings)
             bar.update(1)
             bar.set_postfix(reward=f"{metrics['reward/mean']:.3f}", kl=f"{metrics['kl/mean']:.4f}", refresh=False)
             if step % cfg.checkpoint_every == 0 and step < cfg.max_steps:
                 writer.flush()
                 checkpoint.save(paths.checkpoints, step, comps.models(), comps.optimizer, cfg.keep_checkpoints)
-            if stop:
+            if stop or halt:
                 break
         bar.close()
         writer.close()
+        if halt:  # keep the checkpoint from before the damage: the weights of this step are suspect
+            reason = f"doctor ({halt.kind}, {halt.severity}) at step {halt.step}: {halt.message}"
+            status.update(state="stopped", step=step, stop_reason=reason, train_seconds=round(time.time() - start, 3))
+            log.info("stopped at step %d by --stop-on %s: %s", step, cfg.stop_on, reason)
+            return 0
         checkpoint.save(paths.checkpoints, step, comps.models(), comps.optimizer, cfg.keep_checkpoints)
         state = "stopped" if stop else "finished"
         status.update(state=state, step=step, train_seconds=round(time.time() - start, 3))
@@ -199,7 +216,11 @@ def train(cfg: Config) -> int:
             writer.flush()
         except Exception:  # noqa: BLE001 - the original error is the one to report
             log.error("could not flush logs:\n%s", traceback.format_exc())
-        status.update(state="failed", step=step - 1, error=f"{type(exc).__name__}: {exc}")
+        error = f"{type(exc).__name__}: {exc}"
+        if doctor.last_critical:  # the likely cause, found a step or more earlier
+            f = doctor.last_critical
+            error += f" (after the run doctor's finding at step {f.step}: {f.message}; {f.suggestion})"
+        status.update(state="failed", step=step - 1, error=error)
         return 1
     finally:
         stop.restore()

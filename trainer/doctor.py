@@ -1,0 +1,135 @@
+"""The run doctor: after every step, look for the failures people lose days to, and say what to do.
+
+Each check reads the step's scalars and reports a Finding when its
+condition starts; the same kind is reported again only after it has cleared. Findings go to the
+`events` table (docs/run-directory.md lists every check and threshold) and, with `--stop-on`, a
+finding of that severity or worse stops the run. Thresholds are loose on purpose: a finding
+should mean "look now", never routine noise; the built-in demo raises none.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import asdict, dataclass
+
+SEVERITIES = ("info", "warning", "critical")
+
+# Thresholds (documented in docs/run-directory.md, "tables/events").
+# The built-in demo, 200 steps, peaks at kl/mean 4.6, ratio/max 48, grad/norm 10x max_grad_norm and
+# entropy/mean 0.066 while learning well; a collapsing SmolLM2 reads kl/mean 1.8e14 at step 1.
+KL_WARNING, KL_CRITICAL = 10.0, 1000.0  # kl/mean, nats per token
+RATIO_WARNING = 1000.0  # ratio/max: a token 1000x more likely than when it was sampled
+GRAD_FACTOR = 100.0  # grad/norm above this many times max_grad_norm (before clipping)
+STUCK_STEPS = 5  # reward constant / all truncated for this many steps in a row
+NO_SIGNAL_STEPS = 10  # every group without signal for this many steps in a row
+ENTROPY_LOW = 0.01  # nats per token: the policy has stopped exploring
+ENTROPY_HIGH_FRACTION = 0.9  # of log(vocab): sampling close to uniform noise ...
+ENTROPY_RISE = 1.5  # ... and this many times the entropy of the run's first checked step
+REPEAT_SHARE = 0.5  # of completions that are mostly one repeated word
+HIGH_LR_PRETRAINED = 1e-4  # a pretrained model with a learning rate above this tends to collapse
+WATCHED = ("loss/total", "loss/policy", "grad/norm", "kl/mean", "ratio/max", "entropy/mean")
+
+
+@dataclass(frozen=True)
+class Finding:
+    step: int
+    kind: str
+    severity: str  # one of SEVERITIES
+    message: str
+    suggestion: str
+
+    def row(self) -> dict[str, list]:
+        return {k: [v] for k, v in asdict(self).items()}
+
+
+def repetitive(text: str) -> bool:
+    """Mostly one word over and over: at least 16 words, fewer than a quarter of them distinct."""
+    words = text.split()
+    return len(words) >= 16 and len(set(words)) < len(words) / 4
+
+
+class Doctor:
+    """Checks one run step by step; `check` returns the findings that start at this step."""
+
+    def __init__(self, *, lr: float, max_grad_norm: float, pretrained: bool, vocab_size: int,
+                 trained_params: int) -> None:
+        self.lr, self.max_grad_norm, self.pretrained = lr, max_grad_norm, pretrained
+        self.max_entropy = math.log(max(vocab_size, 2))
+        self.trained_params = trained_params
+        self.active: set[str] = set()
+        self.first_entropy: float | None = None
+        self.last_critical: Finding | None = None  # named in the error should the run fail later
+        self.history: deque[dict[str, float]] = deque(maxlen=max(STUCK_STEPS, NO_SIGNAL_STEPS))
+
+    def _lr_hint(self) -> str:
+        if self.pretrained and self.lr > HIGH_LR_PRETRAINED:
+            return (f"learning rate {self.lr:g} is high for a {self.trained_params / 1e6:.0f}M-parameter pretrained "
+                    "model; try 1e-5 (the SmolLM2 recipe uses 2e-5)")
+        return "lower the learning rate (lr), or raise beta to hold the policy near the reference"
+
+    def _conditions(self, m: dict[str, float]) -> list[tuple[str, str, str, str]]:
+        """(kind, severity, message, suggestion) for every condition that holds at this step."""
+        out = []
+        bad = [k for k in WATCHED if k in m and not math.isfinite(m[k])]
+        if bad:
+            out.append(("non_finite", "critical", f"{', '.join(bad)} not finite (NaN or inf)",
+                        "the weights are likely broken: " + self._lr_hint()))
+        kl = m.get("kl/mean", 0.0)
+        if math.isfinite(kl) and kl > KL_WARNING:
+            severe = kl > KL_CRITICAL
+            out.append(("kl_explosion", "critical" if severe else "warning",
+                        f"kl/mean {kl:.3g} nats per token (threshold {KL_CRITICAL if severe else KL_WARNING:g}): the "
+                        "policy has left the reference far behind", self._lr_hint()))
+        ratio = m.get("ratio/max", 1.0)
+        if math.isfinite(ratio) and ratio > RATIO_WARNING:
+            out.append(("ratio_explosion", "warning", f"ratio/max {ratio:.3g} (threshold {RATIO_WARNING:g}): an update "
+                        "moved some tokens' probability far from the sampling policy",
+                        "fewer passes, a lower lr, or a smaller epsilon"))
+        grad = m.get("grad/norm", 0.0)
+        if self.max_grad_norm > 0 and math.isfinite(grad) and grad > GRAD_FACTOR * self.max_grad_norm:
+            out.append(("grad_explosion", "warning", f"grad/norm {grad:.3g} before clipping, {grad / self.max_grad_norm:.0f}x "
+                        f"max_grad_norm {self.max_grad_norm:g}", self._lr_hint()))
+        entropy = m.get("entropy/mean", math.nan)
+        if math.isfinite(entropy) and entropy < ENTROPY_LOW:
+            out.append(("entropy_collapse", "warning", f"entropy/mean {entropy:.3g} nats: the policy samples almost "
+                        "deterministically, so groups stop differing", "raise temperature, lower lr, or add beta"))
+        if self.first_entropy is None and math.isfinite(entropy):
+            self.first_entropy = entropy  # an untrained policy starts near uniform: that is no explosion
+        if (math.isfinite(entropy) and entropy > ENTROPY_HIGH_FRACTION * self.max_entropy
+                and entropy > ENTROPY_RISE * (self.first_entropy or 0.0)):
+            out.append(("entropy_explosion", "critical", f"entropy/mean {entropy:.3g} nats, near uniform over the "
+                        f"vocabulary ({self.max_entropy:.2f}): completions are noise", self._lr_hint()))
+        recent = list(self.history)
+        if len(recent) >= STUCK_STEPS and all(r.get("reward/std") == 0 for r in recent[-STUCK_STEPS:]):
+            out.append(("reward_constant", "warning", f"every completion got the same reward for {STUCK_STEPS} steps "
+                        f"(reward {m.get('reward/mean', math.nan):.3g})",
+                        "check the reward function on a few completions (Groups page); a collapsed policy also does this"))
+        if (len(recent) >= NO_SIGNAL_STEPS
+                and all(r.get("groups/frac_zero_std") == 1 for r in recent[-NO_SIGNAL_STEPS:])):
+            out.append(("no_signal", "warning", f"no group had a reward spread for {NO_SIGNAL_STEPS} steps: "
+                        "no learning signal", "an easier task or a larger group_size; or a reward with partial credit"))
+        if len(recent) >= STUCK_STEPS and all(r.get("completion/truncated_frac") == 1 for r in recent[-STUCK_STEPS:]):
+            out.append(("all_truncated", "warning", f"every completion hit max_new_tokens for {STUCK_STEPS} steps",
+                        "raise max_new_tokens, or ask for a shorter answer in the prompt"))
+        share = m.get("completion/repetitive_frac", 0.0)
+        if share > REPEAT_SHARE:
+            out.append(("degenerate_text", "warning", f"{share:.0%} of completions repeat one word over and over",
+                        "lower lr; a repetition reward can help"))
+        return out
+
+    def check(self, step: int, metrics: dict[str, float]) -> list[Finding]:
+        self.history.append(metrics)
+        now = self._conditions(metrics)
+        found = [Finding(step, kind, severity, message, suggestion)
+                 for kind, severity, message, suggestion in now if kind not in self.active]
+        self.active = {kind for kind, *_ in now}
+        self.last_critical = next((f for f in reversed(found) if f.severity == "critical"), self.last_critical)
+        if step == 1 and self.pretrained and self.lr > HIGH_LR_PRETRAINED:
+            found.append(Finding(step, "high_lr", "info", f"lr {self.lr:g} for a pretrained model", self._lr_hint()))
+        return found
+
+
+def stops(finding: Finding, stop_on: str) -> bool:
+    """Whether `finding` stops a run started with --stop-on `stop_on` (none, warning or critical)."""
+    return stop_on != "none" and SEVERITIES.index(finding.severity) >= SEVERITIES.index(stop_on)
