@@ -1,4 +1,5 @@
-"""The correctness verifier: answer extraction and numeric / symbolic / letter comparison."""
+"""The correctness verifier's own rules: where the answer is, plain numbers, letters, and the
+path without math-verify. math-verify's verdicts, timeouts and explain: test_rewards_math_verify.py."""
 
 import time
 from fractions import Fraction
@@ -6,7 +7,7 @@ from fractions import Fraction
 import pytest
 
 import rewards
-from rewards.verifier import answers_match, extract_choice, extract_number
+from rewards.verifier import Span, answer_span, answers_match, extract_choice, extract_number, plain_number
 
 correct = rewards.build("correctness")
 
@@ -99,6 +100,51 @@ def test_conversational_completions():
 def test_custom_column_and_options():
     fn = rewards.build("correctness", column="solution", symbolic=False)
     assert fn(["q"] * 2, ["\\boxed{2x}", "\\boxed{x+x}"], solution=["2x", "2x"]) == [1.0, 0.0]
+
+
+@pytest.mark.parametrize(
+    "text, mode, span",
+    [
+        ("It is \\boxed{7}.", "lenient", Span("7", "boxed")),
+        ("\\boxed{3} first.\nThe final answer is $5$. I hope it is correct.", "strict", Span("$5$", "answer line")),
+        ("Answer: 4 apples\nthen \\boxed{6}", "strict", Span("6", "boxed")),  # the later one wins
+        ("The answer is $\\boxed{5}$.", "strict", Span("5", "boxed")),
+        ("The roots: \\boxed{1}, \\boxed{2} and $\\boxed{3}$", "strict", Span("1, 2, 3", "boxed")),
+        ("\\boxed{1} is wrong, so \\boxed{2}", "strict", Span("2", "boxed")),
+        ("Final Answer:\n$x = 2$", "strict", Span("$x = 2$", "answer line")),
+        ("The answer is 16.20. I apologize for the length.", "strict", Span("16.20", "answer line")),
+        ("work\n#### 1,200", "strict", Span("1,200", "answer line")),
+        ("\\boxed{3", "lenient", Span("\\boxed{3", "whole text")),  # unclosed: not an answer
+        ("so it is 42", "lenient", Span("so it is 42", "whole text")),
+        ("so it is 42", "strict", None),
+    ],
+)
+def test_answer_span(text, mode, span):
+    assert answer_span(text, mode) == span
+
+
+@pytest.mark.parametrize(
+    "text, value",
+    [("1 000", 1000), ("1\\,000", 1000), ("14{,}916", 14916), ("\\$5.50", Fraction(11, 2)), ("50\\%", 50),
+     ("\\dfrac{3}{4}", Fraction(3, 4)), ("**12**", 12), ("0,111", None), ("1e5", None), ("2pi", None),
+     ("1" * 16, None), ("12-7", None)],
+)
+def test_plain_number(text, value):
+    assert plain_number(text) == value
+
+
+def test_without_math_verify_a_number_gold_takes_the_last_number():
+    fn = rewards.build("correctness", symbolic=False)
+    got = fn(["q"] * 3, ["so 1 234 apples and finally 42 apples", "0.3333333", "\\boxed{\\sqrt{17}}"],
+             answer=["42", "1/3", "\\sqrt{17}"])
+    assert got == [1.0, 1.0, 1.0]
+
+
+def test_many_unclosed_boxes_are_scanned_once():
+    text = "\\boxed{" * 20_000 + "7"
+    start = time.perf_counter()
+    assert answer_span(text) == Span(text, "whole text")
+    assert time.perf_counter() - start < 0.5
 
 
 def test_correctness_is_fast_on_a_training_batch():
