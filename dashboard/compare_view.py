@@ -44,7 +44,8 @@ def config_diff(runs: list[RunInfo]) -> pd.DataFrame:
     """
     defaults = {k: v["default"] for k, v in launcher.config_fields().items()}
     configs = {r.name: {**defaults, **(r.config or {})} for r in runs}
-    keys = sorted(set().union(*(r.config or {} for r in runs)) - IGNORED_KEYS)
+    # another trainer's own options (trl/...) have no counterpart in a native run: not compared here
+    keys = sorted(k for k in set().union(*(r.config or {} for r in runs)) - IGNORED_KEYS if "/" not in k)
 
     def show(v):
         return json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else ("—" if v is None else str(v))

@@ -45,13 +45,18 @@ def effect(a: float, reward: float | None, zero_std: bool) -> str:
     return "no change: at the mean"
 
 
-def compute(rewards: list[float | None], logged: list[float], std_mode: str = "group") -> GroupMath:
-    """Recompute A_i for one group's rewards (None: unscored) and line it up with the logged A_i."""
+def compute(rewards: list[float | None], logged: list[float], std_mode: str = "group",
+            epsilon: float = 0.0) -> GroupMath:
+    """Recompute A_i for one group's rewards (None: unscored) and line it up with the logged A_i.
+
+    epsilon: a trainer that divides by std + epsilon (TRL: 1e-4, config.json `advantage_epsilon`)."""
     from dashboard.concepts import group  # imports torch: paid only when a group is shown
 
     r = [math.nan if v is None or (isinstance(v, float) and math.isnan(v)) else float(v) for v in rewards]
     out = group.compute(r, std_mode)
     adv = np.asarray(out.advantages, dtype=float)
+    if epsilon and not out.zero_std and std_mode != "none":
+        adv = adv * out.std / (out.std + epsilon)  # (r - mean) / (std + eps), from (r - mean) / std
     mean, std, zero = out.mean, out.std, out.zero_std
     logged_arr = np.asarray(logged, dtype=float)
     r_arr = np.asarray(r, dtype=float)

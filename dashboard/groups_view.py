@@ -134,7 +134,8 @@ def show_group(info: RunInfo, target: Target) -> None:
                         key="groups_markers")
     show_prompt(str(group["prompt"].iloc[0]), markers)
     rewards = [None if pd.isna(v) else float(v) for v in group["reward"]]
-    worked = group_math.compute(rewards, group["advantage"].astype(float).tolist(), std_mode)
+    epsilon = cfg.get("advantage_epsilon") if isinstance(cfg.get("advantage_epsilon"), (int, float)) else 0.0
+    worked = group_math.compute(rewards, group["advantage"].astype(float).tolist(), std_mode, float(epsilon))
     adv = group["advantage"]
     c = st.columns(5)
     c[0].metric("G", len(group))
@@ -190,6 +191,9 @@ def show_tokens(info: RunInfo, target: Target, group: pd.DataFrame) -> None:
     tokens, problems = queries.group_tokens(info.name, *target)
     st.markdown("**Tokens**")
     ui.warn(problems)
+    if tokens.empty and info.get("source"):  # a TRL or verl run: no per-token figures exist
+        st.caption(f"Token detail is not logged by {str(info.get('source')).upper()} (docs/trl-and-verl.md).")
+        return
     if tokens.empty:
         n = (info.config or {}).get("token_detail_groups", 2)
         st.caption(f"No token detail for this group: the trainer keeps it for the first {n} groups of each step "

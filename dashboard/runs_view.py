@@ -66,7 +66,8 @@ def actions(name: str, runs, pending) -> None:
     state = info.state if info else ("launching" if pend and pend.alive else "failed to start")
     if state in data.ACTIVE_STATES or state == "launching":
         cols[3].button("⏹️ Stop", key="stop", type="primary", width="stretch", on_click=act, args=("stop", name))
-    elif state in ("stopped", "failed") and info is not None and info.config:
+    elif state in ("stopped", "failed") and info is not None and info.config and not info.get("source"):
+        # (a TRL or verl run is resumed by its own trainer, not this one)
         cols[3].button("▶️ Resume", key="resume", type="primary", width="stretch", on_click=act, args=("resume", name))
     if pend is not None and not pend.alive:
         cols[4].button("🗑️ Dismiss", key="dismiss", help="Forget this failed launch", width="stretch",

@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pytest
 
 from dashboard import group_math, markup
@@ -60,3 +61,11 @@ def test_real_text_without_whitespace_markers_and_chat_prompts_as_turns():
               "<|start_header_id|>assistant<|end_header_id|>\n\n")
     assert markup.chat_turns(llama3) == [("user", "Hi")]
     assert markup.chat_turns("3+4=") == []
+
+
+def test_a_trainer_that_divides_by_std_plus_epsilon_is_recomputed_exactly():
+    rewards = [1.0, 0.0, 0.0, 2.0]
+    std = float(np.std(rewards, ddof=1))
+    trl = [(r - 0.75) / (std + 1e-4) for r in rewards]  # TRL: sample std, plus 1e-4
+    assert not group_math.compute(rewards, trl, "sample").matches  # off by ~1e-4 without the epsilon
+    assert group_math.compute(rewards, trl, "sample", epsilon=1e-4).matches

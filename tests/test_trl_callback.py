@@ -198,6 +198,9 @@ def test_groups_opens_a_trl_group(app):
     at = app("groups", "trl-live")
     body = " ".join(e.proto.body for e in at.get("html"))
     assert "grpo-responses" in body
+    # TRL divides by std + 1e-4; the page recomputes with that epsilon from config.json
+    assert "Recomputed advantages equal the logged ones" in texts(at.success), texts(at.error)
+    assert "not logged by TRL" in texts(at.caption)
 
 
 def test_compare_overlays_the_trl_run_with_a_native_one(app):
