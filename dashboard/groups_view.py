@@ -145,8 +145,25 @@ def show_group(info: RunInfo, target: Target) -> None:
     c[4].metric("signal", "none (std 0)" if worked.zero_std else "yes")
     st.markdown("**Responses, highest advantage first** (green: A > 0, red: A < 0, grey: A = 0)")
     st.html(markup.responses_table(group, reward_columns(group), markers=markers))
+    if "rewards/correctness" in group and "answer" in group and group["answer"].notna().any():
+        show_verdicts(group, (cfg.get("reward_params") or {}).get("correctness") or {})
     show_computation(group, worked, std_mode, ppo=cfg.get("algo") == "ppo")
     show_tokens(info, target, group)
+
+
+def show_verdicts(group: pd.DataFrame, params: dict) -> None:
+    """Why the correctness reward scored each response as it did: what it read from the response
+    and from the reference, and who decided (rewards.verifier.explain, the reward's own rules)."""
+    from rewards.verifier import explain  # noqa: PLC0415 - sympy and math-verify: only when opened
+
+    mode = params.get("mode", "lenient") if isinstance(params, dict) else "lenient"
+    with st.expander(f"Why each response scored what it did (correctness, {mode} mode)"):
+        rows = []
+        for _, r in group.sort_values("sample_idx").iterrows():
+            why = explain(str(r["completion"]), r["answer"], mode=mode)
+            rows.append({"i": int(r["sample_idx"]), "answer read": why.get("answer"), "reference read": why.get("gold"),
+                         "score": why.get("verdict"), "decided by": why.get("path"), "why": why.get("reason")})
+        st.dataframe(pd.DataFrame(rows), hide_index=True)
 
 
 def show_prompt(prompt: str, markers: bool) -> None:

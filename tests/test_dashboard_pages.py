@@ -254,6 +254,11 @@ def test_groups_shows_a_group_its_computation_and_the_check(app):
     assert "Recomputed advantages equal the logged ones" in texts(at.success)
     table = next(d.value for d in at.dataframe if "r_i" in d.value.columns)
     assert list(table.columns) == ["i", "r_i", "mean", "std", "r_i - mean", "A_i (recomputed)", "A_i (logged)", "effect"]
+    # the correctness verifier's reasons, one per response, agreeing with the logged scores
+    why = next(d.value for d in at.dataframe if "decided by" in d.value.columns)
+    logged = next(d.value for d in at.dataframe if "r_i" in d.value.columns)
+    assert len(why) == len(logged) and why["score"].tolist() == logged["r_i"].tolist()
+    assert why["reference read"].notna().all()
 
 
 def test_groups_browse_by_step_with_tokens(app):

@@ -185,6 +185,9 @@ def sample_rows(step: int, batch, *, advantages: torch.Tensor, last: LastPass, g
         "sample_idx": [i % G for i in range(n)],
         "prompt": [batch.rows[i // G]["prompt"] for i in range(n)],
         "completion": batch.rollout.completions,
+        # the reference the correctness reward compared with (null when the task has none)
+        "answer": [None if batch.rows[i // G].get("answer") is None else str(batch.rows[i // G]["answer"])
+                   for i in range(n)],
         "reward": [None if math.isnan(r) else r for r in batch.totals.tolist()],
         "advantage": advantages.tolist(),
     }
