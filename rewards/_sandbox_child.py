@@ -1,9 +1,10 @@
 """The sandbox's child side: runs in a fresh `python -I -S` (stdlib only, Python >= 3.8).
 
 The parent (rewards/sandbox.py) passes this file's source with `-c`, in a temporary working
-directory holding `job.json`. Order matters: limits and the audit hook go in *before* any
-untrusted code runs, and cannot be lifted by it (rlimits only go down for an unprivileged
-user; audit hooks cannot be removed).
+directory holding `job.json`, inside bubblewrap. Order matters: the limits go in *before* any
+untrusted code runs, and cannot be lifted by it (rlimits only go down without privileges).
+Only when the user opted into running without bubblewrap does an audit hook go in too: it
+stops accidents (a write outside the working directory, a subprocess), not attacks.
 
 Report protocol, one byte each, on the pipe `job["report_fd"]`: "S" the program loaded (or
 "X" it raised), then "1"/"0" per test, then "." when done. A killed child leaves a short report.
@@ -17,7 +18,7 @@ import sys
 import types
 
 WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
-# Processes, raw memory access, network: the OS limits are the wall, these a second one.
+# Unsandboxed only. Processes, raw memory access, network: a hook is no wall (PEP 578).
 BLOCKED_EVENTS = {
     "os.fork", "os.forkpty", "os.system", "os.exec", "os.posix_spawn", "os.spawn",
     "os.kill", "os.killpg", "signal.pthread_kill", "subprocess.Popen", "pty.spawn",
@@ -36,7 +37,8 @@ PATH_EVENTS = {
 }
 
 
-def set_limits(limits):
+def set_limits(job):
+    limits = job["limits"]
     cpu = int(limits["cpu_s"])
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))  # SIGXCPU, then SIGKILL
     memory = int(limits["memory_mb"]) * 1024 * 1024
@@ -44,9 +46,11 @@ def set_limits(limits):
     output = int(limits["file_bytes"])
     resource.setrlimit(resource.RLIMIT_FSIZE, (output, output))  # writes past it: EFBIG
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    nproc = int(limits["nproc"]) + (0 if limits["dedicated_user"] else own_tasks())
+    nproc = int(limits["nproc"]) + (own_tasks() if job["shared_uid"] else 0)
     resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
-    signal.alarm(int(limits["wall_s"]) + 2)  # backstop should the parent die before killing us
+    # A backstop should the parent die before killing us (unsandboxed: in bubblewrap this
+    # process is pid 1 and ignores SIGALRM, and --die-with-parent does the job).
+    signal.alarm(int(limits["wall_s"]) + 2)
 
 
 def own_tasks():
@@ -135,7 +139,7 @@ def run(job, report):
 def main():
     with open("job.json") as f:
         job = json.load(f)
-    set_limits(job["limits"])
+    set_limits(job)
     fd = job["report_fd"]
     write = os.write
 
@@ -145,10 +149,11 @@ def main():
         except OSError:
             pass
 
-    root = os.path.realpath(os.getcwd())
-    sys.addaudithook(make_hook(
-        root, frozenset(BLOCKED_EVENTS), BLOCKED_PREFIXES, frozenset(BLOCKED_IMPORTS), dict(PATH_EVENTS)
-    ))
+    if job["audit_hook"]:
+        sys.addaudithook(make_hook(
+            os.path.realpath(os.getcwd()), frozenset(BLOCKED_EVENTS), BLOCKED_PREFIXES,
+            frozenset(BLOCKED_IMPORTS), dict(PATH_EVENTS),
+        ))
     run(job, report)
 
 

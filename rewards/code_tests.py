@@ -8,7 +8,8 @@ The tests come from a dataset column (default `tests`), per sample either
   setup run in order (imports, helpers); a string without any assert is a single test
   (e.g. HumanEval's `check(candidate)`).
 No tests (None, empty) score None. Code that loops, crashes, floods output or touches what it
-may not fails its remaining tests; it never hangs the trainer.
+may not fails its remaining tests; it never hangs the trainer. Without a working bubblewrap
+the reward does not build (one line saying why) unless `allow_unsandboxed=True`.
 
 >>> reward = code_tests_reward(timeout_s=2)
 >>> reward(["Write add."], ["```python\\ndef add(a, b):\\n    return a + b\\n```"],
@@ -22,6 +23,7 @@ import ast
 import math
 import os
 import re
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 from rewards._text import as_text, require_column
@@ -38,19 +40,22 @@ def code_tests_reward(
     workers: int | None = None,
     python: str | None = None,
     user: str | int | None = "nobody",
-    network_namespace: bool = True,
+    allow_unsandboxed: bool = False,
 ):
     """timeout_s: wall time per completion; memory_mb: address-space cap; max_output_kb: cap on
     stdout+stderr and on any file written; workers: parallel sandboxes (default: CPU count);
-    python/user/network_namespace: see rewards/sandbox.py `resolve_isolation` (as root the
-    code runs as `user`; user=None keeps the trainer's user, weaker)."""
+    python/user/allow_unsandboxed: see rewards/sandbox.py `resolve_isolation` (as root the
+    sandbox runs as `user`; allow_unsandboxed=True, or GRPO_LAB_ALLOW_UNSANDBOXED=1, runs the
+    code without bubblewrap where it is missing: only for code you trust)."""
     if timeout_s <= 0:
         raise ValueError(f"code_tests: timeout_s must be positive, got {timeout_s}")
     limits = Limits(
         wall_s=float(timeout_s), cpu_s=max(1, math.ceil(timeout_s)), memory_mb=int(memory_mb),
         file_bytes=int(max_output_kb) * 1024,
     )
-    isolation = resolve_isolation(python, user, network_namespace)  # fail at build, not on step 1
+    isolation = resolve_isolation(python, user, allow_unsandboxed)  # fail at build, not on step 1
+    if not isolation.bwrap:
+        warnings.warn(f"code_tests: completions run without a sandbox ({isolation.description})")
     workers = workers or os.cpu_count() or 1
 
     def run_one(job):

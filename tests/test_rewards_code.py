@@ -1,4 +1,5 @@
-"""Unit-test reward and its sandbox: scores, and the hostile completions the issue lists."""
+"""Unit-test reward and its sandbox: scores, and hostile completions (deliberate attacks on the
+sandbox itself: tests/test_rewards_sandbox_attacks.py)."""
 
 import os
 import time
@@ -8,11 +9,12 @@ import pytest
 
 import rewards
 from rewards.code_tests import extract_code, parse_tests
-from rewards.sandbox import Limits, resolve_isolation, run_python
+from rewards.sandbox import ALLOW_UNSANDBOXED_ENV, Limits, resolve_isolation, run_python
 
 pytestmark = pytest.mark.timeout(120)
 
 TIMEOUT_S = 2.0
+ADD = "def add(a, b): return a + b"
 ADD_TESTS = ["assert add(1, 2) == 3", "assert add(-1, 1) == 0", "assert add(0, 0) == 0"]
 
 
@@ -107,20 +109,24 @@ def test_memory_bomb_scores_zero(reward):
     assert score_one(reward, "x = bytearray(4 * 1024 ** 3)\ndef add(a, b): return a + b") == 0.0
 
 
-def test_reading_is_allowed_writing_outside_the_temp_dir_is_not(reward, tmp_path):
-    reads = "def add(a, b):\n    open('/etc/passwd').read()\n    return a + b"
+def test_only_a_private_tmp_is_writable(reward, tmp_path):
+    reads = "import os\ndef add(a, b):\n    open(os.__file__).read()\n    return a + b"
     assert score_one(reward, reads) == 1.0
-    inside = "open('scratch.txt', 'w').write('ok')\nassert open('scratch.txt').read() == 'ok'\n"
-    inside += "def add(a, b): return a + b"
-    assert score_one(reward, inside) == 1.0
-    for target in [f"/tmp/reward-escape-{uuid.uuid4().hex}", str(tmp_path / "escape.txt")]:
+    private = f"/tmp/reward-private-{uuid.uuid4().hex}"
+    inside = f"open({private!r}, 'w').write('ok')\nassert open({private!r}).read() == 'ok'\n"
+    assert score_one(reward, inside + "def add(a, b): return a + b") == 1.0
+    assert not os.path.exists(private)  # the sandbox's /tmp is its own
+    outside = [str(tmp_path / "escape.txt"), f"/usr/reward-escape-{uuid.uuid4().hex}",
+               f"/reward-escape-{uuid.uuid4().hex}"]
+    for target in outside:
+        folder, name = os.path.split(target)
         attempts = [
             f"open({target!r}, 'w').write('pwned')",
             f"import os\nos.close(os.open({target!r}, os.O_WRONLY | os.O_CREAT))",
-            f"import os\nos.system('touch {target}')",
+            f"import os\nassert os.system('touch {target}') == 0",
             f"import os\nos.symlink({target!r}, 'link')\nopen('link', 'w').write('pwned')",
-            f"import os\nos.chdir('/tmp')\nopen({os.path.basename(target)!r}, 'w').write('pwned')",
-            f"import shutil\nshutil.copy('/etc/hostname', {target!r})",
+            f"import os\nos.chdir({folder!r})\nopen({name!r}, 'w').write('pwned')",
+            f"import shutil\nshutil.copy('/usr/bin/env', {target!r})",
         ]
         for attempt in attempts:
             assert score_one(reward, attempt + "\ndef add(a, b): return a + b") == 0.0, attempt
@@ -128,9 +134,10 @@ def test_reading_is_allowed_writing_outside_the_temp_dir_is_not(reward, tmp_path
 
 
 def test_no_network(reward):
-    assert score_one(reward, "import socket\ndef add(a, b): return a + b") == 0.0
-    fetch = "import urllib.request\nurllib.request.urlopen('http://example.com')"
-    assert score_one(reward, fetch) == 0.0
+    connect = "import socket\nsocket.create_connection(('1.1.1.1', 53), timeout=1)"
+    assert score_one(reward, connect + "\ndef add(a, b): return a + b") == 0.0
+    fetch = "import urllib.request\nurllib.request.urlopen('http://example.com', timeout=1)"
+    assert score_one(reward, fetch + "\ndef add(a, b): return a + b") == 0.0
 
 
 def test_clean_environment_and_unprivileged_user(reward, monkeypatch):
@@ -144,13 +151,15 @@ def test_clean_environment_and_unprivileged_user(reward, monkeypatch):
     assert score_one(reward, "pass", tests) == 1.0
 
 
-def test_network_namespace_when_available():
-    isolation = resolve_isolation()
-    if "network namespace" not in isolation.description or "no network" in isolation.description:
-        pytest.skip(f"no network namespace here: {isolation.description}")
-    check = "lines = open('/proc/self/net/dev').readlines()[2:]\n"
-    check += "names = [line.split(':')[0].strip() for line in lines]\nassert names == ['lo'], names"
-    result = run_python(check, [{"code": "pass", "test": True}], Limits(wall_s=5), isolation)
+def test_own_namespaces_only_loopback_and_own_processes():
+    check = ("import os\n"
+             "lines = open('/proc/self/net/dev').readlines()[2:]\n"
+             "names = [line.split(':')[0].strip() for line in lines]\n"
+             "assert names == ['lo'], names\n"
+             "assert os.getpid() == 1, os.getpid()\n"
+             "assert sorted(p for p in os.listdir('/proc') if p.isdigit()) == ['1']\n"
+             "assert not os.path.exists(os.path.expanduser('~root') + '/.bashrc')")
+    result = run_python(check, [{"code": "pass", "test": True}], Limits(wall_s=5))
     assert result.loaded, result.output
 
 
@@ -165,12 +174,32 @@ def test_limits_are_in_place_before_the_code_runs():
     assert result.loaded and result.passed == 1, result.output
 
 
-def test_audit_hook_alone_blocks_writes_when_running_as_the_same_user(tmp_path):
+def test_without_bwrap_the_reward_refuses_unless_allowed(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no bwrap on it
+    monkeypatch.delenv(ALLOW_UNSANDBOXED_ENV, raising=False)
+    with pytest.raises(ValueError, match="bwrap.*not installed.*allow_unsandboxed=True") as error:
+        rewards.build("code_tests", timeout_s=TIMEOUT_S)
+    assert "\n" not in str(error.value)
+    with pytest.warns(UserWarning, match="without a sandbox"):
+        weak = rewards.build("code_tests", timeout_s=TIMEOUT_S, user=None, allow_unsandboxed=True)
+    # What is left is an audit hook against accidents (not attacks: see the attack tests).
     target = tmp_path / "escape.txt"
-    weak = rewards.build("code_tests", timeout_s=TIMEOUT_S, user=None)
-    assert score_one(weak, f"open({str(target)!r}, 'w').write('x')\ndef add(a, b): return a + b") == 0.0
-    assert score_one(weak, "import os\nos.fork()\ndef add(a, b): return a + b") == 0.0
+    assert score_one(weak, f"open({str(target)!r}, 'w').write('x')\n{ADD}") == 0.0
+    assert score_one(weak, f"import os\nos.fork()\n{ADD}") == 0.0
     assert not target.exists()
+    monkeypatch.setenv(ALLOW_UNSANDBOXED_ENV, "1")
+    with pytest.warns(UserWarning, match="without a sandbox"):
+        assert score_one(rewards.build("code_tests", timeout_s=TIMEOUT_S), ADD) == 1.0
+
+
+def test_a_bwrap_that_cannot_make_namespaces_is_refused_with_its_reason(tmp_path, monkeypatch):
+    fake = tmp_path / "bwrap"
+    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2; exit 1")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    monkeypatch.delenv(ALLOW_UNSANDBOXED_ENV, raising=False)
+    with pytest.raises(ValueError, match="No permissions to create new namespace.*allow_unsand"):
+        rewards.build("code_tests", timeout_s=TIMEOUT_S, user=None)  # the fake is root's only
 
 
 # --- parallelism ------------------------------------------------------------------------------
