@@ -642,6 +642,10 @@ TEXT: dict[str, tuple[str, str]] = {
         "This group has no per-token rows (tables/tokens): every ratio is taken as 1, as on the first pass.",
         "这个组没有逐词元记录（tables/tokens）：所有比率按 1 计算，如同第一遍。",
     ),
+    "var.run_dropped": (
+        "The run dropped this group (dynamic sampling: its rewards were all equal); it was never trained on.",
+        "该运行丢弃了这个组（动态采样：它的奖励全部相同）；它从未参与训练。",
+    ),
     "var.col.response": ("response", "回答"),
     "var.col.reward": ("reward", "奖励"),
     "var.col.length": ("|o_i|", "|o_i|"),

@@ -265,3 +265,19 @@ def test_masking_matches_the_objective_function():
     group = variants.demo_group(long_len=variants.MAX_LEN)
     res = variants.outcome(group, variants.VARIANTS["dapo"])
     assert torch.equal(res.loss_mask, mask_truncated(group.mask, group.truncated))
+
+
+# --- the presets hold the page's variants -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("key", list(variants.VARIANTS))
+def test_each_preset_file_is_the_page_variant(key):
+    from dashboard import presets
+    from trainer.config import from_dict, read_config_file
+
+    path = ROOT / "configs" / variants.PRESET_FILES[key]
+    values = read_config_file(str(path))
+    cfg = from_dict({**values, "name": "preset", "runs_dir": str(path.parent)})
+    assert {k: getattr(cfg, k) for k in variants.VARIANTS[key].config_values()} == variants.VARIANTS[key].config_values()
+    assert presets._label(path).startswith("GRPO variants: ")
+    assert presets.presets()[presets._label(path)] == values  # a launch-form preset

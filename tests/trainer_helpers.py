@@ -48,7 +48,8 @@ def read_table(run_dir: Path, table: str) -> pd.DataFrame:
 
 DOC = ROOT / "docs" / "run-directory.md"
 # The doc's tables of per-step metrics: (heading that opens the table, algorithms that write it).
-METRIC_TABLES = (("## tables/scalars", ("grpo", "ppo")), ("**Scalars PPO adds.**", ("ppo",)))
+METRIC_TABLES = (("## tables/scalars", ("grpo", "ppo")), ("**Scalars GRPO adds.**", ("grpo",)),
+                 ("**Scalars PPO adds.**", ("ppo",)))
 
 
 def documented_metrics(algo: str, rewards: list[str]) -> set[str]:

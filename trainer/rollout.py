@@ -79,12 +79,13 @@ def sample(model, tokenizer, prompts: list[str], group_size: int, max_new_tokens
                    time.perf_counter() - start)
 
 
-def token_logprobs(model, rollout: Rollout, temperature: float = 1.0,
-                   with_entropy: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+def token_logprobs(model, rollout: Rollout, temperature: float = 1.0, with_entropy: bool = False,
+                   entropy_grad: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
     """log pi(o_t | q, o_<t) for each completion token (B, T), and optionally its entropy (B, T).
 
     Logits are divided by the sampling temperature, so the ratio compares the distributions the
-    tokens were actually drawn from.
+    tokens were actually drawn from. entropy_grad: the entropy keeps its graph (an entropy bonus
+    in the loss); otherwise it is a number, computed without one.
     """
     completion_len = rollout.input_ids.shape[1] - rollout.prompt_len
     logits = model(
@@ -99,7 +100,7 @@ def token_logprobs(model, rollout: Rollout, temperature: float = 1.0,
     logp_all = torch.log_softmax(logits, dim=-1)
     logp = logp_all.gather(-1, rollout.completion_ids.unsqueeze(-1)).squeeze(-1)
     entropy = None
-    if with_entropy:
-        with torch.no_grad():
+    if with_entropy or entropy_grad:
+        with torch.set_grad_enabled(entropy_grad and torch.is_grad_enabled()):
             entropy = objective.entropy(logp_all)
     return logp, entropy

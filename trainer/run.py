@@ -7,6 +7,7 @@ run name, rewards, model) is checked before the run directory is created.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import random
 import resource
@@ -192,7 +193,7 @@ def train(cfg: Config) -> int:
             status.update(step=step, peak_memory_mb=round(peak_memory_mb(comps.device), 1),
                           train_seconds=round(time.time() - start, 3), findings=findings)
             bar.update(1)
-            bar.set_postfix(reward=f"{metrics['reward/mean']:.3f}", kl=f"{metrics['kl/mean']:.4f}", refresh=False)
+            bar.set_postfix(reward=f"{metrics['reward/mean']:.3f}", kl=f"{metrics.get('kl/mean', math.nan):.4f}", refresh=False)
             if step % cfg.checkpoint_every == 0 and step < cfg.max_steps:
                 writer.flush()
                 checkpoint.save(paths.checkpoints, step, comps.models(), comps.optimizer, cfg.keep_checkpoints)

@@ -71,14 +71,16 @@ else:
         with_signal = [i for i, (_, g) in enumerate(groups) if (g["advantage"].fillna(0) != 0).any()]
         label = st.selectbox(t("run.group"), labels, index=with_signal[0] if with_signal else 0, key="var_group")
         members = dict(groups)[label if label in labels else labels[0]]
-        others = [[float(r) for r in g["reward"].fillna(float("nan"))] for lab, g in groups if lab != label]
+        trained = [g for lab, g in groups if lab != label and not g.get("dropped", pd.Series([False])).any()]
+        others = [[float(r) for r in g["reward"].fillna(float("nan"))] for g in trained]  # batch std's step
         tokens = read_table(run.path, "tokens", step=step).frame
-        once = sum(1 for lab, _ in groups if lab.split(" (")[0] == str(members["prompt_id"].iloc[0])) == 1
-        mine = tokens[tokens["prompt_id"].astype(str) == str(members["prompt_id"].iloc[0])] if once and len(tokens) else None
-        group = variants.run_group(members, int(run.config.get("max_new_tokens", 1)), mine, others)
+        mine = tokens[tokens["group"] == members["group"].iloc[0]] if "group" in tokens else None
+        group = variants.run_group(members, int(run.config.get("max_new_tokens") or 1), mine, others)
         st.markdown(t("var.run_intro", step=step, max_len=group.max_len))
         if mine is None or not len(mine):
             st.caption(t("var.run_no_tokens"))
+        if "dropped" in members and members["dropped"].any():
+            st.caption(t("var.run_dropped"))
 
 if group is not None:
     results = variants.outcomes(group)
