@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -20,7 +21,7 @@ PART_RE = re.compile(r"^part-(\d{8})-(\d{8})(?:-[a-z0-9]+)?\.parquet$")
 
 
 def valid_run_name(name: Any) -> bool:
-    return isinstance(name, str) and bool(RUN_NAME_PATTERN.match(name)) and ".." not in name
+    return isinstance(name, str) and bool(RUN_NAME_PATTERN.fullmatch(name)) and ".." not in name  # not match: "$" accepts a final newline
 
 
 def default_runs_dir() -> str:
@@ -100,3 +101,35 @@ def read_json(path: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
+
+
+class RunLock:
+    """`<run>/.lock`, held (flock) by the one trainer writing the run, for its whole life.
+
+    The kernel drops the lock when the process ends, however it ends (SIGKILL included), so a
+    stale lock cannot block a resume. Readers never take it; a second trainer is refused.
+    """
+
+    def __init__(self, root: Path):
+        self.path = Path(root) / ".lock"
+        self._fd: int | None = None
+
+    def acquire(self) -> bool:
+        """True when this process now holds the lock; False when another one does."""
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return False
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        self._fd = fd
+        return True
+
+    def holder(self) -> str:
+        """The pid written by the holder ('' when unknown)."""
+        try:
+            return self.path.read_text().strip()
+        except OSError:
+            return ""

@@ -75,9 +75,19 @@ class TableWriter:
         for p in parts:
             p.unlink(missing_ok=True)
 
+    def recover(self) -> None:
+        """Finish what a killed writer left half done: a compaction (or truncation) writes its new
+        part before deleting the parts it replaces, so a part hidden inside another one's step
+        range holds rows that part already has. Roll forward: delete it, and any .tmp-* file."""
+        visible = set(visible_parts(self.folder))
+        for path in self.folder.iterdir():
+            if (PART_RE.match(path.name) and path not in visible) or path.name.startswith(".tmp-"):
+                path.unlink(missing_ok=True)
+
     def truncate_after(self, step: int) -> None:
         """Drop every row with step > `step` (resume: those steps will be run again)."""
         self.buffer = []
+        self.recover()
         parts = visible_parts(self.folder)
         stale = [p for p in parts if int(PART_RE.match(p.name).group(2)) > step]
         if not stale:
@@ -89,8 +99,6 @@ class TableWriter:
             _write_parquet_atomic(kept, self.folder / part_name(first, step, tag="r"))
         for p in stale:
             p.unlink(missing_ok=True)
-        for leftover in self.folder.glob(".tmp-*"):
-            leftover.unlink(missing_ok=True)
 
 
 class RunWriter:

@@ -58,6 +58,12 @@ def save(folder: Path, step: int, models: dict[str, torch.nn.Module], optimizer=
     return final
 
 
+def remove_partial(folder: Path) -> None:
+    """Delete .tmp-* folders a killed save left behind (a complete checkpoint is renamed into place)."""
+    for tmp in folder.glob(".tmp-*") if folder.is_dir() else ():
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def periodic(folder: Path) -> list[Path]:
     """Complete periodic checkpoints, oldest first."""
     if not folder.is_dir():

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import re
 import time
 from dataclasses import dataclass, field
@@ -21,6 +22,8 @@ from rundir.layout import RUNS_DIR_ENV, SOURCES_KEY, default_runs_dir, valid_run
 from trainer.objective import IMPORTANCE_LEVELS, KL_ESTIMATORS, LOSS_AGGREGATIONS, STD_MODES
 
 BUILTIN_MODELS = ("tiny",)
+# Sizes that cannot fit any machine this trainer runs on are refused up front, not after an hour.
+MAX_GROUP_SIZE, MAX_COMPLETIONS, MAX_NEW_TOKENS = 1024, 65536, 32768
 # Options whose good value depends on the model: the built-in 85k-parameter demo learns with a
 # learning rate that wrecks a pretrained model in one step (kl 1e14 on SmolLM2 at 2e-3), and only
 # the built-in model has a warm start. Left unset, each takes the value for the kind of model.
@@ -138,6 +141,10 @@ class Config:
             if not ok:
                 raise ConfigError(f"{name}: {allowed}, got {getattr(self, name)!r}")
 
+        hints = get_type_hints(Config)
+        for f in dataclasses.fields(self):  # NaN slips through "x >= 0"-style checks: refuse it (and inf) first
+            value = getattr(self, f.name)
+            need(not isinstance(value, float) or math.isfinite(value), f.name, "must be a finite number")
         need(valid_run_name(self.name), "name",
              "must be 1-100 of letters, digits, '.', '_', '-', start with a letter or digit, no '/' or '..'")
         need(self.max_steps >= 1, "max_steps", "must be >= 1")
@@ -161,12 +168,15 @@ class Config:
         need(self.sft_steps >= 0, "sft_steps", "must be >= 0")
         need(self.group_size >= (1 if self.algo == "ppo" else 2), "group_size",
              "must be >= 2 (a group needs a spread to compare against; PPO alone allows 1)")
-        need(self.prompts_per_step >= 1, "prompts_per_step", "must be >= 1")
-        need(self.max_new_tokens >= 1, "max_new_tokens", "must be >= 1")
-        need(self.temperature > 0, "temperature", "must be > 0")
-        need(self.epsilon > 0, "epsilon", "must be > 0")
-        need(self.epsilon_high is None or self.epsilon_high > 0, "epsilon_high", "must be > 0 or unset")
-        need(self.beta >= 0, "beta", "must be >= 0")
+        need(self.group_size <= MAX_GROUP_SIZE, "group_size", f"must be at most {MAX_GROUP_SIZE}")
+        need(1 <= self.prompts_per_step <= MAX_COMPLETIONS, "prompts_per_step", f"must be in [1, {MAX_COMPLETIONS}]")
+        need(self.prompts_per_step * self.group_size <= MAX_COMPLETIONS, "prompts_per_step",
+             f"times group_size ({self.group_size}) must be at most {MAX_COMPLETIONS} completions a step")
+        need(1 <= self.max_new_tokens <= MAX_NEW_TOKENS, "max_new_tokens", f"must be in [1, {MAX_NEW_TOKENS}]")
+        need(0.01 <= self.temperature <= 100, "temperature", "must be in [0.01, 100]")
+        need(0 < self.epsilon <= 10, "epsilon", "must be in (0, 10]")
+        need(self.epsilon_high is None or 0 < self.epsilon_high <= 10, "epsilon_high", "must be in (0, 10] or unset")
+        need(0 <= self.beta <= 1000, "beta", "must be in [0, 1000]")
         need(self.entropy_coef >= 0, "entropy_coef", "must be >= 0 (0: no entropy bonus)")
         need(self.dynamic_sampling_rounds >= 0, "dynamic_sampling_rounds", "must be >= 0")
         for name, off in (("importance_level", "token"), ("loss_aggregation", ("sequence", "token")),
@@ -176,7 +186,8 @@ class Config:
                  "is a GRPO option; with algo ppo leave it at its default")
         need(self.passes >= 1, "passes", "must be >= 1")
         need(self.minibatches >= 1, "minibatches", "must be >= 1")
-        need(self.lr > 0, "lr", "must be > 0")
+        need(0 < self.lr <= 1, "lr", "must be in (0, 1]")
+        need(0 <= self.weight_decay <= 1, "weight_decay", "must be in [0, 1]")
         need(self.max_grad_norm >= 0, "max_grad_norm", "must be >= 0")
         need(0 <= self.gamma <= 1, "gamma", "must be in [0, 1]")
         need(0 <= self.lam <= 1, "lam", "must be in [0, 1]")
@@ -186,9 +197,13 @@ class Config:
         need(self.compact_every >= 2, "compact_every", "must be >= 2")
         need(self.checkpoint_every >= 1, "checkpoint_every", "must be >= 1")
         need(self.keep_checkpoints >= 1, "keep_checkpoints", "must be >= 1")
-        need(bool(self.rewards) and all(isinstance(w, (int, float)) for w in self.rewards.values()),
-             "rewards", "must name at least one reward with a numeric weight")
+        need(bool(self.rewards) and all(isinstance(w, (int, float)) and math.isfinite(w) and abs(w) <= 1e6
+                                        for w in self.rewards.values()),
+             "rewards", "must name at least one reward, each with a finite weight of at most 1e6 in size")
         for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            need("float" not in str(hints[f.name]) or value is None or abs(value) <= 1e9, f.name,
+                 "must be at most 1e9 in size")
             choices = f.metadata.get("choices")
             need(choices is None or getattr(self, f.name) in choices, f.name, f"must be one of {', '.join(choices or ())}")
         return self

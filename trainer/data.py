@@ -17,6 +17,8 @@ from trainer.config import DATA_FIELDS, ConfigError
 from trainer.hub import hub_reachable, looks_local
 
 FILE_FORMATS = {".jsonl": "json", ".json": "json", ".csv": "csv", ".parquet": "parquet"}
+MAX_PROMPT_CHARS = 100_000  # far beyond any context window; a longer "prompt" is a broken file
+MAX_LINE_BYTES = 4 * 2**20
 
 
 def is_data_file(source: str) -> bool:
@@ -42,6 +44,8 @@ def _load(source: str, config: str, split: str, option: str):
             raise ConfigError("dataset_split: a single file has one split; leave dataset_split as train "
                               "(for held-out prompts use eval_split FILE or eval_fraction)")
         fmt = FILE_FORMATS[path.suffix.lower()]
+        if fmt != "parquet":
+            _scan_text(path, option)
         try:
             return datasets.load_dataset(fmt, data_files=str(path), split="train"), path.name
         except Exception as exc:  # noqa: BLE001 - any parse failure becomes one line naming the file
@@ -64,6 +68,23 @@ def _load(source: str, config: str, split: str, option: str):
                                        "and pass its path")
         raise ConfigError(f"{option}: cannot load dataset {source!r} (config {config or 'default'}, split {split}: "
                           f"{detail}){hint}") from None
+
+
+def _scan_text(path: Path, option: str) -> None:
+    """Refuse a text file with a line that is not UTF-8 or absurdly long, naming the line, before a
+    parser buries it in a traceback (or a tokenizer runs out of memory on it)."""
+    one_line = path.suffix.lower() in (".jsonl", ".csv")  # a .json document may be one long line
+    with path.open("rb") as f:
+        for number, line in enumerate(iter(lambda: f.readline(MAX_LINE_BYTES + 1), b""), start=1):
+            if one_line and len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+                raise ConfigError(f"{option}: {path.name}, line {number}: longer than {MAX_LINE_BYTES // 2**20} MB; "
+                                  f"a prompt may be at most {MAX_PROMPT_CHARS} characters")
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError as err:
+                if one_line or len(line) <= MAX_LINE_BYTES:  # a cut may split a character: judged whole
+                    raise ConfigError(f"{option}: {path.name}, line {number}: not UTF-8 text (byte {err.start + 1}: "
+                                      f"{line[err.start:err.start + 1]!r}); save the file as UTF-8") from None
 
 
 def _parse_failure(path: Path, fmt: str, exc: Exception) -> str:
@@ -120,6 +141,8 @@ def _check(field: str, value: Any, at: str, option: str) -> Any:
     if field == "prompt":
         if value is None or (isinstance(value, str) and not value.strip()):
             raise bad("empty prompt")
+        if len(str(value)) > MAX_PROMPT_CHARS:
+            raise bad(f"prompt of {len(str(value))} characters; at most {MAX_PROMPT_CHARS}")
         if isinstance(value, list):  # conversational: [{"role": ..., "content": ...}, ...]
             if not value or not all(isinstance(m, dict) and isinstance(m.get("role"), str)
                                     and isinstance(m.get("content"), str) for m in value):

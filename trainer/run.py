@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from rundir.layout import RunPaths, write_json_atomic
+from rundir.layout import RunLock, RunPaths, write_json_atomic
 from rundir.status import StatusFile
 from rundir.writer import RunWriter
 from trainer import checkpoint
@@ -93,9 +93,27 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
+def claim(cfg: Config, paths: RunPaths) -> RunLock:
+    """Make this process the run's only writer: a new run's folder is created exclusively (two
+    trainers started with one name: one wins, the other gets this one line), and its lock is
+    held until the process ends. A run that another trainer is writing cannot be resumed."""
+    if not cfg.resume:
+        try:
+            paths.root.mkdir()
+        except FileExistsError:
+            raise ConfigError(f"name: a run named {cfg.name!r} was just created in {paths.root.parent}/ by "
+                              "another trainer; choose another name") from None
+    lock = RunLock(paths.root)
+    if not lock.acquire():
+        raise ConfigError(f"{'resume' if cfg.resume else 'name'}: run {cfg.name!r} is being trained by another "
+                          f"process (pid {lock.holder() or '?'}); stop it first")
+    return lock
+
+
 def prepare(cfg: Config) -> tuple[Components, RunPaths, StatusFile, int]:
     """Refusable checks first, then the run directory. Returns (components, paths, status, first step)."""
     paths = check_run_dir(cfg)
+    lock = claim(cfg, paths) if cfg.resume else None  # a resume fails fast; a new run claims below
     reward_fns = build_rewards(cfg)
     task, eval_task = build_tasks(cfg)  # every row checked: bad data stops here
     device = pick_device(cfg.device)
@@ -107,7 +125,7 @@ def prepare(cfg: Config) -> tuple[Components, RunPaths, StatusFile, int]:
     eval_task = render(eval_task, tokenizer, cfg.chat_template, cfg.system_prompt) if eval_task else None
 
     # --- from here on the run directory exists ---
-    paths.root.mkdir(parents=True, exist_ok=True)
+    lock = lock or claim(cfg, paths)
     log = open_log(paths)
     write_json_atomic(paths.config, cfg.run_record())
     status = StatusFile(paths.status, name=cfg.name, algo=cfg.algo, model=cfg.model, task=cfg.task,
@@ -131,11 +149,13 @@ def prepare(cfg: Config) -> tuple[Components, RunPaths, StatusFile, int]:
     params = list(policy.parameters()) + (list(value_model.parameters()) if value_model is not None else [])
     optimizer = make_optimizer(cfg, params)
     writer = RunWriter(paths, cfg.logging, cfg.flush_seconds, cfg.compact_every)
-    comps = Components(cfg, device, policy, tokenizer, reference, optimizer, task, reward_fns, writer, log, builtin,
-                       value_model, eval_task)
+    comps = Components(cfg=cfg, device=device, policy=policy, tokenizer=tokenizer, reference=reference,
+                       optimizer=optimizer, task=task, reward_fns=reward_fns, writer=writer, log=log,
+                       builtin_model=builtin, value_model=value_model, eval_task=eval_task, lock=lock)
 
     first_step = 1
     if cfg.resume:
+        checkpoint.remove_partial(paths.checkpoints)
         latest = checkpoint.latest(paths.checkpoints)
         done = checkpoint.load(latest, comps.models(), optimizer) if latest else 0
         if not latest:

@@ -10,6 +10,7 @@ from typing import Any, Callable
 import torch
 
 import rewards
+from rundir.layout import RunLock
 from rundir.writer import RunWriter
 from trainer.config import BUILTIN_TASKS, Config, ConfigError
 from trainer.data import is_data_file, load_task_rows
@@ -34,6 +35,7 @@ class Components:
     builtin_model: bool
     value_model: torch.nn.Module | None = None  # PPO only
     eval_task: Task | None = None  # held-out prompts (eval_every > 0)
+    lock: RunLock | None = None  # held while this process writes the run (rundir.layout.RunLock)
 
     def models(self) -> dict[str, torch.nn.Module]:
         """The trained models, by checkpoint file name."""
