@@ -173,8 +173,7 @@ def test_quiz_answers_and_score():
 
 def test_diagram_builds_in_both_languages():
     for lang in i18n.LANGUAGES:
-        labels = {k[len("ppo.node."):]: v[0 if lang == "en" else 1] for k, v in i18n.TEXT.items()
-                  if k.startswith("ppo.node.")}
+        labels = {k[len("ppo.node."):]: v for k, v in i18n.texts(lang).items() if k.startswith("ppo.node.")}
         labels.update({f"role_{r}": r for r in ("trained", "frozen", "none")}, ppo_title="PPO", grpo_title="GRPO")
         spec = structure.diagram(labels).to_dict()
         assert len(spec["hconcat"]) == 2
@@ -188,9 +187,10 @@ def _fields(text):
 
 
 def test_every_text_has_both_languages_and_the_same_placeholders():
-    for key, (en, zh) in i18n.TEXT.items():
-        assert en.strip() and zh.strip(), key
-        assert _fields(en) == _fields(zh), key
+    zh = i18n.texts("zh")
+    for key, en in i18n.texts("en").items():
+        assert en.strip() and zh[key].strip(), key
+        assert _fields(en) == _fields(zh[key]), key
 
 
 def test_every_text_key_used_by_the_pages_exists():
@@ -200,11 +200,11 @@ def test_every_text_key_used_by_the_pages_exists():
     files = [dashboard / "app_pages" / f"{p}.py" for p in concept_pages] + list((dashboard / "concepts").glob("*.py"))
     for path in files:
         used |= set(re.findall(r"""\bt\(\s*["']([a-z0-9_.]+)["']""", path.read_text()))
-    missing = sorted(k for k in used if k not in i18n.TEXT)
+    missing = sorted(k for k in used if k not in i18n.texts("en"))
     assert not missing
     for qid, n, _ in quiz.QUESTIONS:
         for suffix in ["q", "why"] + [f"o{i + 1}" for i in range(n)]:
-            assert f"quiz.{qid}.{suffix}" in i18n.TEXT
+            assert f"quiz.{qid}.{suffix}" in i18n.texts("en")
 
 
 def test_t_defaults_to_english_outside_a_session():

@@ -137,7 +137,7 @@ def test_page_loads_in_both_languages(lang, no_runs):
     assert at.title[0].value == ("GRPO and its variants", "GRPO 及其变体")[lang == "zh"]
     assert len(at.table) == 1 and len(at.dataframe) == 3  # options; summary, clip table, advantage scale
     assert len(at.radio) == 1 + len(quiz.VARIANT_QUESTIONS)
-    names = [i18n.TEXT[f"var.name.{k}"][lang == "zh"] for k in variants.VARIANTS]
+    names = [i18n.texts(lang)[f"var.name.{k}"] for k in variants.VARIANTS]
     assert all(any(m.startswith(f"**{n}**") for m in lines(at)) for n in names)
 
 
@@ -212,7 +212,7 @@ def test_every_text_key_of_the_page_exists():
                                                                ("equal", ("kept", "dropped"))) for state in states])
     for qid, n, _ in quiz.VARIANT_QUESTIONS:
         keys += [f"quiz.{qid}.q", f"quiz.{qid}.why"] + [f"quiz.{qid}.o{i + 1}" for i in range(n)]
-    missing = sorted(k for k in used | set(keys) if k not in i18n.TEXT)
+    missing = sorted(k for k in used | set(keys) if k not in i18n.texts("en"))
     assert not missing
 
 

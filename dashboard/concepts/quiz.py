@@ -1,4 +1,4 @@
-"""The chapter's five quiz questions: which option is right. Their text lives in dashboard/i18n.py
+"""The chapter's five quiz questions: which option is right. Their text lives in dashboard/locales/
 under quiz.<id>.* (the question, o1..o4, and why)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ QUESTIONS = (
     ("kl_fact", 4, 1),  # >= 0, zero only when equal, not symmetric
 )
 
-# The "GRPO and its variants" page's own questions (same text layout in i18n.py).
+# The "GRPO and its variants" page's own questions (same text layout in dashboard/locales/).
 VARIANT_QUESTIONS = (
     ("var_equal", 4, 1),  # dynamic sampling drops the group and samples more prompts
     ("var_length", 4, 0),  # 1/|o_i| dilutes a long answer's per-token push; Dr. GRPO does not
