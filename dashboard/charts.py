@@ -36,31 +36,43 @@ def _zoom(name: str = "zoom") -> Spec:
 def line_chart(df: pd.DataFrame, *, title: str, x_title: str, y_title: str = "", colour_field: str = "series",
                smoothing: bool = True, height: int = 180, rules: list[float] | None = None,
                colour_title: str | None = None, domain: list[str] | None = None, help: str = "",
-               log_y: bool = False) -> Spec:
-    """Lines of `df` (x, <colour_field>, raw, smooth), one colour per series (or per run)."""
+               log_y: bool = False, stacked: bool = False) -> Spec:
+    """Lines of `df` (x, <colour_field>, raw, smooth), one colour per series (or per run); with
+    `stacked`, areas stacked from zero (parts of a whole), smoothed or not."""
     colour: Spec = {"field": colour_field, "type": "nominal", "title": colour_title,
                     "scale": {"scheme": "tableau10", **({"domain": domain} if domain else {})},
                     "legend": {"orient": "bottom", "labelLimit": 260, "columns": 3}}
     shown = {"param": "legend", "empty": True}
     y_field = "smooth" if smoothing else "raw"
-    y_scale = {"type": "log"} if log_y else {"zero": False}
+    y_scale = {"type": "log"} if log_y else {"zero": stacked}
     layers: list[Spec] = []
-    if smoothing:
+    if stacked:
         layers.append({
-            "mark": {"type": "line", "strokeWidth": 1, "clip": True},
-            "encoding": {"y": _q("raw", y_title, scale=y_scale),
-                         "opacity": {"condition": {**shown, "value": 0.25}, "value": 0.03}},
+            "params": [{"name": "legend", "select": {"type": "point", "fields": [colour_field]}, "bind": "legend"},
+                       _zoom()],
+            "mark": {"type": "area", "clip": True, "opacity": 0.85},
+            "encoding": {"y": _q(y_field, y_title, scale=y_scale, stack="zero"),
+                         "tooltip": [{"field": colour_field, "type": "nominal"}, _q("x", x_title, format=",.4~g"),
+                                     _q(y_field, "seconds", format=",.4~g")]},
         })
-    layers.append({
-        "params": [{"name": "legend", "select": {"type": "point", "fields": [colour_field]}, "bind": "legend"}, _zoom()],
-        "mark": {"type": "line", "strokeWidth": 2 if smoothing else 1.5, "clip": True},
-        "encoding": {
-            "y": _q(y_field, y_title, scale=y_scale),
-            "opacity": {"condition": {**shown, "value": 1.0}, "value": 0.08},
-            "tooltip": [{"field": colour_field, "type": "nominal"}, _q("x", x_title, format=",.4~g"),
-                        _q("smooth", "smoothed", format=",.4~g"), _q("raw", "raw", format=",.4~g")],
-        },
-    })
+    else:
+        if smoothing:  # the raw values, faint, under the smoothed line
+            layers.append({
+                "mark": {"type": "line", "strokeWidth": 1, "clip": True},
+                "encoding": {"y": _q("raw", y_title, scale=y_scale),
+                             "opacity": {"condition": {**shown, "value": 0.25}, "value": 0.03}},
+            })
+        layers.append({
+            "params": [{"name": "legend", "select": {"type": "point", "fields": [colour_field]}, "bind": "legend"},
+                       _zoom()],
+            "mark": {"type": "line", "strokeWidth": 2 if smoothing else 1.5, "clip": True},
+            "encoding": {
+                "y": _q(y_field, y_title, scale=y_scale),
+                "opacity": {"condition": {**shown, "value": 1.0}, "value": 0.08},
+                "tooltip": [{"field": colour_field, "type": "nominal"}, _q("x", x_title, format=",.4~g"),
+                            _q("smooth", "smoothed", format=",.4~g"), _q("raw", "raw", format=",.4~g")],
+            },
+        })
     for value in rules or []:
         layers.append({"data": {"values": [{"y": value}]}, "mark": {"type": "rule", "strokeDash": [4, 4]},
                        "encoding": {"y": _q("y"), "color": {"value": "#888"}}})

@@ -90,7 +90,7 @@ def render(run: str, x_mode: str, smoothing: float, extra: list[str], was_active
         df = _lines(run, frame.version, panel.metrics, x_mode, smoothing, frame.df)
         spec = charts.line_chart(df, title=panel.title, help=panel.help, x_title=x_title, y_title=panel.y_title,
                                  smoothing=smoothing > 0, rules=[low, high] if panel.ratio else None,
-                                 log_y=panel.ratio)
+                                 log_y=panel.ratio, stacked=panel.stacked)
         with grid[i % 2]:
             st.vega_lite_chart(spec=spec, key=f"live_chart_{i}")
     if (missing := not_logged(info)) is not None:

@@ -13,6 +13,11 @@ class Panel:
     help: str
     y_title: str = ""
     ratio: bool = False  # a ratio chart: log y-axis, with the clip bounds drawn as rules
+    stacked: bool = False  # parts of a whole (the step's phases): stacked areas, not lines
+
+
+# trainer/timing.py's phases, as the scalars name them
+PHASE_METRICS = tuple(f"time/{phase}_s" for phase in ("generation", "reward", "old_logp", "ref", "update", "log"))
 
 
 def reward_metrics(columns: list[str]) -> tuple[str, ...]:
@@ -43,7 +48,8 @@ def panels(columns: list[str]) -> list[Panel]:
         Panel("Completion length", ("completion/length_mean", "completion/length_max"), "Completion tokens, EOS included.", "tokens"),
         Panel("Truncated", ("completion/truncated_frac",), "Share of completions with no EOS within max_new_tokens.", "fraction"),
         Panel("Throughput", ("perf/tokens_per_s",), "Completion tokens per second of step time.", "tokens/s"),
-        Panel("Step time", ("time/step_s", "time/generation_s"), "Seconds per step, and the sampling part of it.", "s"),
+        Panel("Where the step goes", PHASE_METRICS, "Seconds per step in each phase, stacked: their sum is the "
+              "step's time (logging a step's part files counts in the next step).", "s", stacked=True),
         Panel("Value model (PPO)", ("value/explained_variance", "value/clip_frac", "value/mean", "returns/mean"),
               "PPO's critic: explained variance, value clip fraction, mean value and return.", ""),
     ]

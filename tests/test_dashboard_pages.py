@@ -197,10 +197,12 @@ def test_live_draws_every_panel_and_the_ratio_histogram(app):
     titles = [json.loads(c.proto.spec).get("title") for c in charts(at)]
     names = [t["text"] if isinstance(t, dict) else t for t in titles]
     for expected in ("Reward", "Advantage spread", "KL to reference", "Clip fraction", "Ratio pi_theta / pi_old",
-                     "Entropy", "Losses", "Gradient norm", "Completion length", "Throughput",
+                     "Entropy", "Losses", "Gradient norm", "Completion length", "Throughput", "Where the step goes",
                      "Ratio histogram over steps", "Ratio histogram at step 8"):
         assert expected in names
     assert not at.warning and not at.error
+    phases = next(json.loads(c.proto.spec) for c in charts(at) if "Where the step goes" in str(json.loads(c.proto.spec)["title"]))
+    assert phases["layer"][0]["mark"]["type"] == "area" and phases["layer"][0]["encoding"]["y"]["stack"] == "zero"
     at.segmented_control(key="live_x").set_value("wall").run()
     at.slider(key="live_smoothing").set_value(0.0).run()
     assert not at.exception and len(charts(at)) == len(titles)

@@ -25,13 +25,15 @@ from trainer.setup import Components
 def grpo_step(c: Components, step: int) -> dict[str, float]:
     cfg = c.cfg
     start = time.perf_counter()
+    # one pass over one minibatch: pi_old is that update's own forward, detached (no second forward)
+    reuse_first_pass = cfg.passes == 1 and cfg.minibatches == 1 and not cfg.dynamic_sampling
 
     # --- sample G completions per prompt from pi_old, score, then the group is the baseline ---
     if cfg.dynamic_sampling:  # groups with equal rewards are replaced by more prompts (DAPO)
         dynamic = collect_with_signal(c, step)
         batch, sampled, rounds = dynamic.kept, dynamic.sampled, dynamic.rounds
     else:
-        batch = sampled = collect_batch(c, step)
+        batch = sampled = collect_batch(c, step, policy_logprobs=not reuse_first_pass)
         dynamic, rounds = None, 1
     groups = group_advantages(batch.totals.view(-1, cfg.group_size), cfg.std_mode)  # A_i = (r_i - mean) / std
     advantages = groups.advantages.flatten().to(c.device)
@@ -42,20 +44,25 @@ def grpo_step(c: Components, step: int) -> dict[str, float]:
     losses, policy_losses, grad_norms, bonuses = [], [], [], []
     for _ in range(cfg.passes if batch.rows else 0):  # dynamic sampling may leave no group to train on
         for idx in minibatch_indices(len(batch.rollout.completions), cfg.minibatches):
-            logp, entropy = token_logprobs(c.policy, batch.rollout.select(idx), cfg.temperature,
-                                           entropy_grad=cfg.entropy_coef > 0)
-            out = grpo_loss(
-                logp=logp, old_logp=batch.old_logp[idx],
-                ref_logp=None if batch.ref_logp is None else batch.ref_logp[idx],
-                advantages=advantages[idx], mask=batch.mask[idx], eps_low=cfg.epsilon, eps_high=cfg.epsilon_upper,
-                beta=cfg.beta, aggregation=cfg.loss_aggregation, max_len=cfg.max_new_tokens,
-                importance_level=cfg.importance_level, truncated=None if truncated is None else truncated[idx],
-                entropy=entropy, entropy_coef=cfg.entropy_coef)
-            c.optimizer.zero_grad(set_to_none=True)
-            out.loss.backward()
-            grad_norms.append(float(torch.nn.utils.clip_grad_norm_(
-                c.policy.parameters(), cfg.max_grad_norm if cfg.max_grad_norm > 0 else float("inf"))))
-            c.optimizer.step()
+            c.timer.count("update", batch.mask[idx].sum())
+            with c.timer.phase("update"):
+                logp, entropy = token_logprobs(c.policy, batch.rollout.select(idx), cfg.temperature,
+                                               with_entropy=reuse_first_pass, entropy_grad=cfg.entropy_coef > 0)
+                if reuse_first_pass:  # the same numbers a separate no-grad forward gives, bit for bit
+                    batch.old_logp, batch.entropy = logp.detach(), entropy.detach()
+                out = grpo_loss(
+                    logp=logp, old_logp=batch.old_logp[idx],
+                    ref_logp=None if batch.ref_logp is None else batch.ref_logp[idx],
+                    advantages=advantages[idx], mask=batch.mask[idx], eps_low=cfg.epsilon,
+                    eps_high=cfg.epsilon_upper, beta=cfg.beta, aggregation=cfg.loss_aggregation,
+                    max_len=cfg.max_new_tokens, importance_level=cfg.importance_level,
+                    truncated=None if truncated is None else truncated[idx], entropy=entropy,
+                    entropy_coef=cfg.entropy_coef)
+                c.optimizer.zero_grad(set_to_none=True)
+                out.loss.backward()
+                grad_norms.append(float(torch.nn.utils.clip_grad_norm_(
+                    c.policy.parameters(), cfg.max_grad_norm if cfg.max_grad_norm > 0 else float("inf"))))
+                c.optimizer.step()
             stats.add(out.ratio, out.kl, out.clipped_low, out.clipped_high, batch.mask[idx])
             losses.append(out.loss.item())
             policy_losses.append(out.policy_loss.item())

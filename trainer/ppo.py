@@ -67,7 +67,7 @@ def ppo_step(c: Components, step: int) -> dict[str, float]:
     rollout, mask, totals, old_logp, ref_logp = batch.rollout, batch.mask, batch.totals, batch.old_logp, batch.ref_logp
     scored = ~torch.isnan(totals)
     train_mask = mask * scored.to(c.device, mask.dtype)[:, None]
-    with torch.no_grad():
+    with torch.no_grad(), c.timer.phase("old_logp"):  # (PPO: V_old with pi_old)
         old_values = token_values(c.value_model, rollout)
 
     # --- per-token rewards: -beta * KL on every token, the score on the last one ---
@@ -89,24 +89,26 @@ def ppo_step(c: Components, step: int) -> dict[str, float]:
     max_norm = cfg.max_grad_norm if cfg.max_grad_norm > 0 else float("inf")
     for _ in range(cfg.passes):
         for idx in minibatch_indices(len(rollout.completions), cfg.minibatches):
-            sub, m = rollout.select(idx), train_mask[idx]
-            logp, _ = token_logprobs(c.policy, sub, cfg.temperature)
-            values = token_values(c.value_model, sub)
+            c.timer.count("update", train_mask[idx].sum())
+            with c.timer.phase("update"):
+                sub, m = rollout.select(idx), train_mask[idx]
+                logp, _ = token_logprobs(c.policy, sub, cfg.temperature)
+                values = token_values(c.value_model, sub)
 
-            # policy loss: the same clipped surrogate as GRPO, with per-token advantages
-            ratio = policy_ratio(logp, old_logp[idx])
-            surr = clipped_surrogate(ratio, advantages[idx], cfg.epsilon, cfg.epsilon_upper)
-            policy_loss = -aggregate(surr.objective, m, cfg.loss_aggregation)
-            # value loss: regress V on the GAE returns, each update held within value_clip of V_old
-            value_loss, value_clip = clipped_value_loss(values, old_values[idx], returns[idx], m, cfg.value_clip)
-            loss = policy_loss + cfg.value_coef * value_loss
+                # policy loss: the same clipped surrogate as GRPO, with per-token advantages
+                ratio = policy_ratio(logp, old_logp[idx])
+                surr = clipped_surrogate(ratio, advantages[idx], cfg.epsilon, cfg.epsilon_upper)
+                policy_loss = -aggregate(surr.objective, m, cfg.loss_aggregation)
+                # value loss: regress V on the GAE returns, each update held within value_clip of V_old
+                value_loss, value_clip = clipped_value_loss(values, old_values[idx], returns[idx], m, cfg.value_clip)
+                loss = policy_loss + cfg.value_coef * value_loss
 
-            c.optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            # each model's gradient is clipped on its own: the value loss must not squeeze the policy's
-            logs["grad"].append(float(torch.nn.utils.clip_grad_norm_(c.policy.parameters(), max_norm)))
-            logs["value_grad"].append(float(torch.nn.utils.clip_grad_norm_(c.value_model.parameters(), max_norm)))
-            c.optimizer.step()
+                c.optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                # each model's gradient is clipped on its own: the value loss must not squeeze the policy's
+                logs["grad"].append(float(torch.nn.utils.clip_grad_norm_(c.policy.parameters(), max_norm)))
+                logs["value_grad"].append(float(torch.nn.utils.clip_grad_norm_(c.value_model.parameters(), max_norm)))
+                c.optimizer.step()
 
             with torch.no_grad():
                 # KL to the reference, logged as GRPO logs it (k3, every pass); not part of this loss

@@ -134,7 +134,6 @@ def step_scalars(c, batch, stats: TokenStats, *, advantages: torch.Tensor, frac_
         "completion/truncated_frac": rollout.truncated.float().mean().item(),
         "completion/repetitive_frac": sum(map(repetitive, rollout.completions)) / len(rollout.completions),
         "time/step_s": step_s,
-        "time/generation_s": rollout.generation_s,
         "perf/tokens_per_s": int(mask.sum()) / step_s,
     })
     return metrics
@@ -147,6 +146,11 @@ def log_step_tables(c, step: int, batch, stats: TokenStats, last: LastPass, *, a
     advantages: one per completion (B,); per_token: (B, T) columns the tokens table adds to the
     last pass's (GRPO: the advantage; PPO: also value, return, token reward). dropped: the groups
     dynamic sampling left out (a Batch), logged after the trained ones with `dropped` true."""
+    with c.timer.phase("log"):
+        _log_tables(c, step, batch, stats, last, advantages=advantages, per_token=per_token, dropped=dropped)
+
+
+def _log_tables(c, step, batch, stats, last, *, advantages, per_token, dropped) -> None:
     if c.writer.level != "full":
         return
     cfg = c.cfg

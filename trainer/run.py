@@ -200,6 +200,7 @@ def train(cfg: Config) -> int:
             metrics = step_fn(comps, step)
             if comps.eval_task is not None and eval_due(step, cfg.eval_every, cfg.max_steps):
                 metrics.update(evaluate(comps))
+            metrics.update(comps.timer.scalars())  # where the step went; its flush below counts in the next
             writer.log("scalars", {"step": [step], "time": [time.time()], "wall_s": [time.time() - start],
                                    **{k: [float(v)] for k, v in metrics.items()}})
             for finding in doctor.check(step, metrics):
@@ -209,7 +210,8 @@ def train(cfg: Config) -> int:
                 findings[finding.severity] = findings.get(finding.severity, 0) + 1
                 if halt is None and stops(finding, cfg.stop_on):
                     halt = finding
-            writer.maybe_flush()
+            with comps.timer.phase("log"):
+                writer.maybe_flush()
             status.update(step=step, peak_memory_mb=round(peak_memory_mb(comps.device), 1),
                           train_seconds=round(time.time() - start, 3), findings=findings)
             bar.update(1)

@@ -70,30 +70,42 @@ class Batch:
 def sample_groups(c, rows: list[dict]) -> Batch:
     """G completions of each row from the current policy (pi_old), scored; log-probabilities not yet taken."""
     cfg = c.cfg
-    rollout = sample(c.policy, c.tokenizer, [r["prompt"] for r in rows], cfg.group_size, cfg.max_new_tokens,
-                     cfg.temperature, c.device)
-    scores, totals = score_rollout(c, rows, rollout)
+    with c.timer.phase("generation"):
+        rollout = sample(c.policy, c.tokenizer, [r["prompt"] for r in rows], cfg.group_size, cfg.max_new_tokens,
+                         cfg.temperature, c.device)
+    c.timer.count("generation", rollout.completion_mask.sum())
+    with c.timer.phase("reward"):
+        scores, totals = score_rollout(c, rows, rollout)
     mask = rollout.completion_mask.float()
     nan = torch.full_like(mask, math.nan)
     return Batch(rows=rows, group_size=cfg.group_size, rollout=rollout, mask=mask, scores=scores, totals=totals,
                  old_logp=nan, entropy=nan.clone(), ref_logp=None)
 
 
-def with_logprobs(c, batch: Batch) -> Batch:
+def with_logprobs(c, batch: Batch, policy: bool = True) -> Batch:
     """pi_old's and the reference's log-probabilities, taken once, before any update, by the same
-    forward pass the updates use: the first pass then sees ratio 1 exactly."""
+    forward pass the updates use: the first pass then sees ratio 1 exactly.
+
+    policy False: the reference's only. With one pass over one minibatch, pi_old is the update's
+    own forward, detached (GRPO takes it there), so a separate forward would only repeat it."""
+    old_logp, entropy = batch.old_logp, batch.entropy
     with torch.no_grad():
-        old_logp, entropy = token_logprobs(c.policy, batch.rollout, c.cfg.temperature, with_entropy=True)
-        ref_logp = (token_logprobs(c.reference, batch.rollout, c.cfg.temperature)[0]
-                    if c.reference is not None else None)
+        if policy:
+            with c.timer.phase("old_logp"):
+                old_logp, entropy = token_logprobs(c.policy, batch.rollout, c.cfg.temperature, with_entropy=True)
+        with c.timer.phase("ref"):
+            ref_logp = (token_logprobs(c.reference, batch.rollout, c.cfg.temperature)[0]
+                        if c.reference is not None else None)
     return Batch(rows=batch.rows, group_size=batch.group_size, rollout=batch.rollout, mask=batch.mask,
                  scores=batch.scores, totals=batch.totals, old_logp=old_logp, entropy=entropy, ref_logp=ref_logp)
 
 
-def collect_batch(c, step: int) -> Batch:
+def collect_batch(c, step: int, policy_logprobs: bool = True) -> Batch:
     """Sample G completions per prompt from the current policy (pi_old), score them, and take
-    pi_old's and the reference's log-probabilities once, before any update."""
-    return with_logprobs(c, sample_groups(c, c.task.batch(step, c.cfg.prompts_per_step, c.cfg.seed)))
+    pi_old's (unless policy_logprobs is False) and the reference's log-probabilities once, before
+    any update."""
+    return with_logprobs(c, sample_groups(c, c.task.batch(step, c.cfg.prompts_per_step, c.cfg.seed)),
+                         policy=policy_logprobs)
 
 
 # --- dynamic sampling (DAPO) --------------------------------------------------------------------

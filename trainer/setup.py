@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import torch
@@ -14,6 +14,7 @@ from rundir.layout import RunLock
 from rundir.writer import RunWriter
 from trainer.config import BUILTIN_TASKS, Config, ConfigError
 from trainer.data import is_data_file, load_task_rows
+from trainer.timing import PhaseTimer
 from trainer.tasks import Task, arithmetic, word_problems
 
 # Rewards that read a dataset column, and the column they read unless reward_params say otherwise.
@@ -36,6 +37,7 @@ class Components:
     value_model: torch.nn.Module | None = None  # PPO only
     eval_task: Task | None = None  # held-out prompts (eval_every > 0)
     lock: RunLock | None = None  # held while this process writes the run (rundir.layout.RunLock)
+    timer: PhaseTimer = field(default_factory=PhaseTimer)  # seconds per phase of the current step
 
     def models(self) -> dict[str, torch.nn.Module]:
         """The trained models, by checkpoint file name."""
