@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dashboard import access
 from rundir.layout import read_json, write_json_atomic
 from rundir.reader import check_name, read_run, run_path, tail
 from rundir.status import ACTIVE_STATES, pid_alive
@@ -83,6 +84,8 @@ def validate(values: dict[str, Any], runs_dir: Path) -> list[str]:
     from trainer.config import ConfigError, from_dict
 
     values = {k: v for k, v in values.items() if v is not None and v != ""}
+    if (refused := access.check_launch(values, runs_dir)) is not None:
+        raise LaunchError(refused)
     try:
         cfg = from_dict({**values, "runs_dir": str(runs_dir)})
     except ConfigError as exc:

@@ -27,7 +27,7 @@ def wait_for(predicate, timeout=90.0, what="condition"):
 @pytest.mark.parametrize("values, message", [
     ({"group_size": 1}, "group_size: must be >= 2"),
     ({"name": "../escape"}, "name: must be"),
-    ({"epsilon": -1}, "epsilon: must be > 0"),
+    ({"epsilon": -1}, r"epsilon: must be in \(0, 10\]"),
     ({"rewards": "correctness=high"}, "rewards: "),
     ({"rewards": "no_such_reward=1"}, "unknown reward 'no_such_reward'"),
     ({"algo": "dqn"}, "algo: must be one of"),
@@ -60,7 +60,8 @@ def test_stop_refuses_a_process_that_is_not_the_runs_trainer(tmp_path):
         launcher.stop(tmp_path, "../fake")
 
 
-def test_a_launch_that_dies_before_its_run_exists_shows_its_output(tmp_path):
+def test_a_launch_that_dies_before_its_run_exists_shows_its_output(tmp_path, monkeypatch):
+    monkeypatch.setenv("GRPO_LAB_REWARD_MODULES", "no_such_module")  # allowed here, so the trainer is the one to fail
     name, pid = launcher.launch({**SMALL, "name": "doomed", "rewards": "no_such_module:fn=1"}, tmp_path)
     wait_for(lambda: not launcher.is_trainer_of(pid, name), what="the trainer to exit")
     failed = wait_for(lambda: [p for p in launcher.pending(tmp_path) if p.name == name and not p.alive],
