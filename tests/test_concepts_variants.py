@@ -278,6 +278,23 @@ def test_each_preset_file_is_the_page_variant(key):
     path = ROOT / "configs" / variants.PRESET_FILES[key]
     values = read_config_file(str(path))
     cfg = from_dict({**values, "name": "preset", "runs_dir": str(path.parent)})
-    assert {k: getattr(cfg, k) for k in variants.VARIANTS[key].config_values()} == variants.VARIANTS[key].config_values()
+    wanted = variants.VARIANTS[key].config_values()
+    assert {k: getattr(cfg, k) for k in wanted} == wanted
     assert presets._label(path).startswith("GRPO variants: ")
     assert presets.presets()[presets._label(path)] == values  # a launch-form preset
+
+
+def test_a_group_dropped_by_dynamic_sampling(tmp_path, monkeypatch):
+    cfg = tmp_path / "flat.yaml"  # every reward 0: dynamic sampling drops every group
+    cfg.write_text("rewards: {length: 1.0}\nreward_params: {length: {max_len: 100}}\n")
+    done = run_trainer(tmp_path, "ds-flat", "--config", str(cfg), "--max-steps", "1", "--prompts-per-step", "2",
+                       "--group-size", "4", "--sft-steps", "0", "--flush-seconds", "0", "--dynamic-sampling", "true",
+                       "--dynamic-sampling-rounds", "0")
+    assert done.returncode == 0, done.stderr[-2000:]
+    cfg.unlink()
+    monkeypatch.setenv("GRPO_LAB_RUNS_DIR", str(tmp_path))
+    at = page()
+    at.radio(key="var_source").set_value("run")
+    rerun(at)
+    assert any("The run dropped this group" in c.value for c in at.caption)
+    assert any(m.startswith("**DAPO**: the rewards are all equal") for m in lines(at))

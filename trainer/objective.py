@@ -225,7 +225,8 @@ def aggregate(per_token: torch.Tensor, mask: torch.Tensor, mode: str = "sequence
         return (per_response * has_tokens).sum() / has_tokens.sum().clamp(min=1)
     if mode == "constant":
         if max_len is None or max_len < 1:
-            raise ValueError(f"loss_aggregation 'constant' needs max_len >= 1 (the longest completion), got {max_len!r}")
+            raise ValueError(f"loss_aggregation 'constant' needs max_len >= 1 (the longest completion), "
+                             f"got {max_len!r}")
         return (per_token * mask.to(per_token.dtype)).sum() / (per_token.shape[0] * max_len)
     return masked_mean(per_token, mask)
 

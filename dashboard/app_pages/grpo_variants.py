@@ -52,8 +52,8 @@ group = None
 if source == "demo":
     st.markdown(t("var.group_intro", max_len=variants.MAX_LEN))
     cols = st.columns(4)
-    rewards = [cols[i].slider(t("var.reward_i", i=i + 1), 0.0, 1.0, variants.DEFAULT_REWARDS[i], 0.5, key=f"var_r{i + 1}")
-               for i in range(4)]
+    rewards = [cols[i].slider(t("var.reward_i", i=i + 1), 0.0, 1.0, variants.DEFAULT_REWARDS[i], 0.5,
+                              key=f"var_r{i + 1}") for i in range(4)]
     left, right = st.columns(2)
     long_len = left.slider(t("var.long_len", max_len=variants.MAX_LEN), 1, variants.MAX_LEN,
                            variants.DEFAULT_LONG_LEN, key="var_long_len")

@@ -136,7 +136,8 @@ def run_group(rows: pd.DataFrame, max_len: int, token_rows: pd.DataFrame | None 
                 if t < lengths[i]:
                     logp_old[i, t], logp_new[i, t] = float(tok["logp_old"]), float(tok["logp_new"])
                     tokens[i][t] = str(tok["token"])
-    truncated = torch.tensor([bool(v) for v in rows["truncated"]]) if "truncated" in rows else torch.zeros(G, dtype=torch.bool)
+    truncated = (torch.tensor([bool(v) for v in rows["truncated"]]) if "truncated" in rows
+                 else torch.zeros(G, dtype=torch.bool))
     return Group(rewards=rewards, tokens=tokens, logp_old=logp_old, logp_new=logp_new, mask=mask,
                  truncated=truncated, max_len=max(max_len, T), others=others or [])
 
