@@ -111,15 +111,12 @@ def tally(scores, pairs) -> str:
 
 def timed(fn, pairs, repeats: int = 1) -> tuple[list, float]:
     """(scores, seconds per 1,000 pairs, the best of `repeats`, math-verify's verdict cache
-    cleared before each); a reward that raises VerifierError keeps its scores."""
+    cleared before each); no verdict in time scores None."""
     best = math.inf
     for _ in range(repeats):
         verifier._CACHE.clear()
         start = time.perf_counter()
-        try:
-            scores = fn(["q"] * len(pairs), [p for _, p, _ in pairs], answer=[g for g, _, _ in pairs])
-        except verifier.VerifierError as exc:
-            scores = exc.scores
+        scores = fn(["q"] * len(pairs), [p for _, p, _ in pairs], answer=[g for g, _, _ in pairs])
         best = min(best, time.perf_counter() - start)
     return scores, best * 1000 / len(pairs)
 

@@ -79,9 +79,14 @@ def _run_one(name, fn, prompts, completions, columns, n) -> tuple[list, int, lis
     if not isinstance(raw, (list, tuple)) or len(raw) != n:
         got = f"{len(raw)} scores" if isinstance(raw, (list, tuple)) else type(raw).__name__
         return [None] * n, n, [f"reward {name!r} returned {got} for {n} samples; all scored None"]
+    # a reward may say why a sample has no score: `fn.problems`, {sample index: reason}, set by the call
+    reasons = getattr(fn, "problems", None)
+    reasons = reasons if isinstance(reasons, dict) else {}
     values, lines = [], []
     for i, value in enumerate(raw):
         score, problem = _as_score(value)
+        if score is None and i in reasons:
+            problem = str(reasons[i])
         values.append(score)
         if problem:
             lines.append(f"reward {name!r} failed on sample {i}: {problem}")

@@ -8,10 +8,9 @@ by math-verify in a child process with a time limit. No answer scores 0.0: the m
 chance, and a wrong format is as wrong as a wrong number. A gold of None scores None.
 
 A sample math-verify gives no verdict for (over `timeout_s`, or its process failed) scores
-None and counts as a reward error: the reward raises `VerifierError` naming those samples
-(its `scores` attribute holds the batch's scores, None there), and `score_all` then scores
-sample by sample, so only they lose their score, each with a message. The verdicts are cached,
-so that retry does not wait out the timeout again.
+None, as TRL's reward contract allows, and counts as a reward error: the reward's `problems`
+attribute names those samples and why (the contract's way to say why a score is missing, read
+by `score_all`), so each gets a message. The call itself never raises for them.
 
 >>> correct = correctness_reward()
 >>> prompts = ["12+7=", "3-10=", "1000+234="]
@@ -29,7 +28,7 @@ import importlib.util
 
 from rewards import math_verify_pool
 from rewards._text import as_text, require_column
-from rewards.verifier import MODES, VerifierError, judge
+from rewards.verifier import MODES, judge
 
 
 def correctness_reward(
@@ -66,12 +65,11 @@ def correctness_reward(
         verdicts = judge([as_text(c) for c in completions], list(golds), mode=mode, symbolic=symbolic,
                          multiple_choice=multiple_choice, float_rounding=float_rounding, timeout_s=timeout_s,
                          workers=workers)
-        scores = [v.score for v in verdicts]
-        failed = [(i, v.reason) for i, v in enumerate(verdicts) if v.path in ("timeout", "error")]
-        if failed:
-            where = "; ".join(reason if len(scores) == 1 else f"sample {i}: {reason}" for i, reason in failed[:3])
-            more = f" (and {len(failed) - 3} more)" if len(failed) > 3 else ""
-            raise VerifierError(f"no verdict ({where}{more})", scores)
-        return scores
+        # no verdict: None, as TRL's contract has it; the reasons go where score_all reads them
+        correctness.problems = {i: f"no verdict ({v.reason})" for i, v in enumerate(verdicts)
+                                if v.path in ("timeout", "error")}
+        return [v.score for v in verdicts]
+
+    correctness.problems = {}
 
     return correctness

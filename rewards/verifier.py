@@ -20,7 +20,7 @@ worked solution or a GSM8K "... #### 72" gold is reduced to its answer.
   shorthand such as `\\frac13`), judged in a child process under a time limit
   (rewards/math_verify_pool.py).
 - `timeout`, `error`: math-verify gave no verdict in time, or its process failed: score None
-  (the reward then raises `VerifierError` for those samples, so score_all counts them).
+  (the reward names them in its `problems`, so score_all counts them as reward errors).
 - `text`: with `symbolic=False` there is no math-verify: the last number of the answer for a
   number gold, else normalised text.
 
@@ -258,17 +258,8 @@ def extract_choice(text: str, mode: str = "lenient") -> str | None:
 # --- judging ----------------------------------------------------------------------------------
 
 
-class VerifierError(RuntimeError):
-    """Some samples got no verdict (math-verify ran over time or failed). `scores` holds the
-    batch's scores with None there; score_all retries per sample and counts only those."""
-
-    def __init__(self, message: str, scores: list[float | None]) -> None:
-        super().__init__(message)
-        self.scores = scores
-
-
 # Verdicts of math-verify, by job: a GRPO group often repeats an answer, an epoch repeats the
-# golds, and score_all's per-sample retry after a VerifierError must not wait out a timeout twice.
+# golds, and a pair that ran over time must not wait out its limit again.
 _CACHE: OrderedDict = OrderedDict()
 _CACHE_SIZE = 8192
 _CACHE_LOCK = threading.Lock()
