@@ -27,7 +27,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from rundir.layout import RunPaths, write_json_atomic  # noqa: E402
+from rundir.layout import SCHEMA_VERSION, RunPaths, write_json_atomic  # noqa: E402
 from rundir.writer import RunWriter  # noqa: E402
 
 STEPS, GROUP, PROMPTS = 10_000, 10, 10  # 100 sample rows a step
@@ -59,7 +59,8 @@ def chunk(rng: np.random.Generator, first: int, last: int, t0: float) -> dict[st
     std = r.std(axis=1, keepdims=True)
     adv = np.where(std > 1e-6, (r - r.mean(axis=1, keepdims=True)) / np.where(std > 1e-6, std, 1), 0).ravel()
     samples = {
-        "step": s_step, "prompt_id": np.repeat(pid, GROUP), "sample_idx": np.tile(np.arange(GROUP), n * PROMPTS),
+        "step": s_step, "group": np.tile(np.repeat(np.arange(PROMPTS), GROUP), n),
+        "prompt_id": np.repeat(pid, GROUP), "sample_idx": np.tile(np.arange(GROUP), n * PROMPTS),
         "prompt": np.repeat(np.char.add(pid, "="), GROUP), "completion": rng.integers(0, 12, rows).astype(str),
         "reward": reward, "advantage": adv, "rewards/correctness": reward,
         "length": rng.integers(1, 5, rows), "truncated": rng.random(rows) < 0.1,
@@ -73,6 +74,7 @@ def chunk(rng: np.random.Generator, first: int, last: int, t0: float) -> dict[st
     t = n * per_step
     tokens = {
         "step": np.repeat(steps, per_step),
+        "group": np.tile(np.repeat(np.arange(TOKEN_GROUPS), GROUP * TOKENS), n),
         "prompt_id": np.repeat(pid.reshape(n, PROMPTS)[:, :TOKEN_GROUPS].ravel(), GROUP * TOKENS),
         "sample_idx": np.tile(np.repeat(np.arange(GROUP), TOKENS), n * TOKEN_GROUPS),
         "position": np.tile(np.arange(TOKENS), n * TOKEN_GROUPS * GROUP),
@@ -107,7 +109,7 @@ def make_run(root: Path, steps: int = STEPS, per_part: int = 250) -> Path:
 
 def set_status(root: Path, step: int, total: int, t0: float) -> None:
     write_json_atomic(RunPaths(root).status, {
-        "schema_version": 1, "state": "running", "pid": os.getpid(), "step": step, "total_steps": total,
+        "schema_version": SCHEMA_VERSION, "state": "running", "pid": os.getpid(), "step": step, "total_steps": total,
         "started_at": t0, "updated_at": time.time(), "error": None, "name": root.name, "algo": "grpo",
         "model": "tiny", "task": "arithmetic"})
 

@@ -62,6 +62,7 @@ def main() -> None:
     for step in range(1, args.steps + 1):
         cpu = time.process_time()
         m = grpo_step(comps, step)
+        m.update(comps.timer.scalars())  # time/* per phase, as the run loop adds them
         cpu = time.process_time() - cpu
         tokens = m["perf/tokens_per_s"] * m["time/step_s"]
         rows.append((m["time/step_s"], m["time/generation_s"], m["perf/tokens_per_s"], tokens / m["time/generation_s"],
