@@ -9,6 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import charts, data, groups_view, launcher, markup, queries, series, ui
+from dashboard.i18n import t
 from rundir.layout import SOURCES_KEY
 from rundir.reader import RunInfo
 
@@ -70,28 +71,28 @@ def curves(runs: list[RunInfo], chosen: list[str], x_mode: str, smoothing: float
             problems += [f"{r.name}: {p}" for p in frame.problems]
             frames.append(series.long_frame(frame.df, [metric], x_mode, smoothing, label=r.name))
         df = pd.concat(frames, ignore_index=True)
-        spec = charts.line_chart(df, title=metric, x_title=series.X_MODES[x_mode], smoothing=smoothing > 0,
-                                 colour_title="run", domain=names)
+        spec = charts.line_chart(df, title=metric, x_title=ui.x_title(x_mode), smoothing=smoothing > 0,
+                                 colour_title=t("col.run"), domain=names, x_steps=x_mode == "step")
         with grid[i % 2]:
             st.vega_lite_chart(spec=spec, key=f"compare_chart_{i}")
     ui.warn(problems)
 
 
 def side_by_side(runs: list[RunInfo]) -> None:
-    st.subheader("The same prompt's group, side by side")
+    st.subheader(t("compare.side_by_side"))
     names = [r.name for r in runs]
     c = st.columns(4)
-    a = c[0].selectbox("Left run", names, index=0, key="cmp_left")
-    b = c[1].selectbox("Right run", names, index=min(1, len(names) - 1), key="cmp_right")
+    a = c[0].selectbox(t("compare.left"), names, index=0, key="cmp_left")
+    b = c[1].selectbox(t("compare.right"), names, index=min(1, len(names) - 1), key="cmp_right")
     ids_a, pa = queries.prompt_ids(a)
     ids_b, pb = queries.prompt_ids(b)
     common = sorted(set(ids_a) & set(ids_b))
     ui.warn(pa + pb)
     if not common:
-        st.caption("These runs share no prompt in their samples.")
+        st.caption(t("compare.no_common"))
         return
-    prompt = c[2].selectbox("Prompt", common, key="cmp_prompt")
-    step = c[3].number_input("At or before step (blank: latest)", min_value=1, value=None, step=1, key="cmp_step")
+    prompt = c[2].selectbox(t("groups.prompt"), common, key="cmp_prompt")
+    step = c[3].number_input(t("compare.at_step"), min_value=1, value=None, step=1, key="cmp_step")
     cols = st.columns(2)
     for col, name in zip(cols, (a, b)):
         with col:
@@ -101,13 +102,13 @@ def side_by_side(runs: list[RunInfo]) -> None:
             if step is not None:
                 found = found[found["step"] <= step]
             if found.empty:
-                st.caption(f"{name}: no group of {prompt} at or before that step.")
+                st.caption(t("compare.no_group", name=name, prompt=prompt))
                 continue
             last = found.iloc[-1]
             group, problems = groups_view.group_rows(name, (int(last["step"]), int(last["group"])))
             ui.warn(problems)
-            st.markdown(f"**{name}** · step {int(last['step'])} · mean {last['mean_reward']:.3f} · "
-                        f"std {last['std']:.3f} · std_mode `{(info.config or {}).get('std_mode', 'group')}`")
+            st.markdown(t("compare.group_line", name=name, step=int(last["step"]), mean=f"{last['mean_reward']:.3f}",
+                          std=f"{last['std']:.3f}", mode=(info.config or {}).get("std_mode", "group")))
             st.html(markup.responses_table(group, groups_view.reward_columns(group), compact=True))
 
 
@@ -115,7 +116,7 @@ def render() -> None:
     all_runs = data.runs()
     names = [r.name for r in all_runs]
     if len(names) < 1:
-        st.info("No runs yet. Start one on the **Runs** page.")
+        st.info(t("ui.no_runs"))
         return
     current = st.session_state.get("cmp_runs")
     explicit = []
@@ -125,29 +126,31 @@ def render() -> None:
         selected = st.session_state.get(ui.SELECTED)
         first = explicit or ([selected] if selected in names else [])
         st.session_state["cmp_runs"] = (first + [n for n in names if n not in first])[:max(2, len(first))]
-    chosen_runs = st.multiselect("Runs", names, key="cmp_runs", placeholder="pick two or more runs")
+    chosen_runs = st.multiselect(t("compare.runs"), names, key="cmp_runs", placeholder=t("compare.runs_placeholder"))
     by_name = {r.name: r for r in all_runs}
     runs = [by_name[n] for n in chosen_runs if n in by_name]  # in the order picked
     if len(runs) < 2:
-        st.info("Pick at least two runs to compare.")
+        st.info(t("compare.pick_two"))
         if not runs:
             return
     columns = sorted(set().union(*(data.scalars(r.name).df.columns for r in runs)) - {"step", "time", "wall_s"})
     c1, c2, c3 = st.columns([3, 1, 2])
-    chosen = c1.multiselect("Metrics", columns, default=[m for m in DEFAULT_METRICS if m in columns], key="cmp_metrics")
-    x_mode = c2.segmented_control("x-axis", ["step", "wall"], default="step", key="cmp_x", required=True,
-                                  format_func=lambda m: "step" if m == "step" else "wall time") or "step"
-    smoothing = c3.slider("Smoothing (EMA weight)", 0.0, 0.99, 0.6, 0.01, key="cmp_smoothing")
+    chosen = c1.multiselect(t("compare.metrics"), columns, default=[m for m in DEFAULT_METRICS if m in columns],
+                            key="cmp_metrics")
+    x_mode = c2.segmented_control(t("chart.x_axis"), ["step", "wall"], default="step", key="cmp_x", required=True,
+                                  format_func=ui.x_names().get) or "step"
+    smoothing = c3.slider(t("chart.smoothing"), 0.0, 0.99, 0.6, 0.01, key="cmp_smoothing",
+                          help=t("chart.smoothing_help"))
     curves(runs, chosen, x_mode, smoothing)
-    st.subheader("Summary")
-    st.dataframe(summary(runs), hide_index=True, column_config={
-        c: st.column_config.NumberColumn(format="%.4f")
-        for c in ("final reward", "best reward", "final KL", "final clip fraction")})
-    st.subheader("Config: options that differ")
+    st.subheader(t("compare.summary"))
+    table = summary(runs)
+    st.dataframe(table, hide_index=True, column_config=ui.column_config(table.columns, formats={
+        c: "%.4f" for c in ("final reward", "best reward", "final KL", "final clip fraction")}))
+    st.subheader(t("compare.config"))
     diff = config_diff(runs)
     if diff.empty:
-        st.caption("Same options in every selected run (apart from the name).")
+        st.caption(t("compare.same_config"))
     else:
-        st.dataframe(diff, hide_index=True)
+        st.dataframe(diff, hide_index=True, column_config=ui.column_config(["option"]))
     if len(runs) >= 2:
         side_by_side(runs)

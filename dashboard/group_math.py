@@ -12,12 +12,20 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from dashboard.i18n import t
+
 TOLERANCE = 1e-5
 STD_FORMULAS = {
-    "group": "std = sqrt( 1/G * sum_i (r_i - mean)^2 )  (population std, the chapter)",
-    "sample": "std = sqrt( 1/(G-1) * sum_i (r_i - mean)^2 )  (sample std, as TRL / verl)",
-    "none": "std = 1  (centred only: A_i = r_i - mean)",
+    "group": "std = sqrt( 1/G * sum_i (r_i - mean)^2 )",
+    "sample": "std = sqrt( 1/(G-1) * sum_i (r_i - mean)^2 )",
+    "none": "std = 1",
 }
+
+
+def std_formula(std_mode: str) -> str:
+    """The std of `std_mode` as a formula, with what it is in the current language ('' if unknown)."""
+    notes = {"group": t("math.std.group"), "sample": t("math.std.sample"), "none": t("math.std.none")}
+    return f"{STD_FORMULAS[std_mode]}  ({notes[std_mode]})" if std_mode in STD_FORMULAS else ""
 
 
 @dataclass
@@ -35,14 +43,14 @@ class GroupMath:
 
 def effect(a: float, reward: float | None, zero_std: bool) -> str:
     if reward is None or (isinstance(reward, float) and math.isnan(reward)):
-        return "no change: not scored"
+        return t("math.effect.not_scored")
     if zero_std:
-        return "no change: no spread in the group"
+        return t("math.effect.no_spread")
     if a > 0:
-        return "pushed up: more likely"
+        return t("math.effect.up")
     if a < 0:
-        return "pushed down: less likely"
-    return "no change: at the mean"
+        return t("math.effect.down")
+    return t("math.effect.at_mean")
 
 
 def compute(rewards: list[float | None], logged: list[float], std_mode: str = "group",

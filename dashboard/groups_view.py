@@ -8,16 +8,9 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import charts, data, group_math, markup, queries, ui
+from dashboard.i18n import t
 from rundir.reader import RunInfo
 
-FINDERS = {
-    "step": "Browse by step",
-    "no_signal": "No signal (std 0)",
-    "positive": "Most positive",
-    "negative": "Most negative",
-    "search": "Search completions",
-    "prompt": "Same prompt across steps",
-}
 Target = tuple[int, int]  # (step, group): a group, exactly (docs/run-directory.md)
 
 
@@ -25,8 +18,8 @@ def _pick_row(df: pd.DataFrame, key: str, columns: list[str]) -> int | None:
     """A candidate table; returns the selected row (the first one until a row is clicked)."""
     state = st.dataframe(df[columns], hide_index=True, key=key, on_select="rerun", selection_mode="single-row",
                          height=min(38 + 35 * len(df), 280),
-                         column_config={c: st.column_config.NumberColumn(format="%.3f")
-                                        for c in ("mean_reward", "std", "a_max", "a_min", "reward", "advantage")})
+                         column_config=ui.column_config(columns, formats={
+                             c: "%.3f" for c in ("mean_reward", "std", "a_max", "a_min", "reward", "advantage")}))
     rows = state.selection.rows if state is not None else []
     return rows[0] if rows else (0 if len(df) else None)
 
@@ -37,14 +30,14 @@ def find(run: str, mode: str, current_prompt: str | None) -> Target | None:
         steps, problems = queries.sample_steps(run)
         ui.warn(problems)
         if not steps:
-            st.info("No samples logged yet (the samples table is written with logging: full).")
+            st.info(t("groups.no_samples"))
             return None
         c1, c2 = st.columns([1, 3])
-        step = c1.number_input(f"Step ({steps[0]}–{steps[-1]})", min_value=1, value=None, step=1, key="groups_step",
-                               placeholder=f"latest ({steps[-1]})")
+        step = c1.number_input(t("groups.step", first=steps[0], last=steps[-1]), min_value=1, value=None, step=1,
+                               key="groups_step", placeholder=t("groups.step_placeholder", last=steps[-1]))
         if step is None or step not in set(steps):
             if step is not None:
-                c1.caption(f"No samples at step {step}; showing the nearest logged step.")
+                c1.caption(t("groups.nearest_step", step=step))
             step = steps[-1] if step is None else min(steps, key=lambda s: abs(s - step))
         rows, problems = queries.step_samples(run, step)
         ui.warn(problems)
@@ -53,26 +46,26 @@ def find(run: str, mode: str, current_prompt: str | None) -> Target | None:
         groups = rows.groupby("group", sort=True).agg(prompt_id=("prompt_id", "first"),
                                                       mean=("reward", "mean"), std=("reward", lambda r: r.std(ddof=0)),
                                                       signal=("advantage", lambda a: bool((a != 0).any())))
-        labels = {g: f"#{g} {r.prompt_id} · mean {r['mean']:.2f} · "
-                     f"std {r['std']:.2f}{'' if r.signal else ' · no signal'}" for g, r in groups.iterrows()}
+        labels = {g: t("groups.option", group=g, prompt=r.prompt_id, mean=f"{r['mean']:.2f}", std=f"{r['std']:.2f}")
+                  + ("" if r.signal else t("groups.option_no_signal")) for g, r in groups.iterrows()}
         options = list(labels)
         detail = int(cfg_value(run, "token_detail_groups", 2))
         # Start on a group worth looking at: one with a learning signal, token detail if possible.
         with_signal = [g for g in options if groups.loc[g, "signal"]]
         first = next((g for g in with_signal if g < detail), with_signal[0] if with_signal else options[0])
-        g = c2.selectbox(f"Group ({len(groups)} at step {step})", options, index=options.index(first),
+        g = c2.selectbox(t("groups.pick", n=len(groups), step=step), options, index=options.index(first),
                          format_func=labels.get, key=f"groups_pick_{step}")
         return int(step), int(g)
     if mode == "search":
-        text = st.text_input("Text in completions", key="groups_search", placeholder="e.g. 12")
+        text = st.text_input(t("groups.search"), key="groups_search", placeholder=t("groups.search_placeholder"))
         if not text:
             return None
         hits, problems = queries.search_completions(run, text)
         ui.warn(problems)
         if hits.empty:
-            st.caption("No completion contains that text.")
+            st.caption(t("groups.no_hit"))
             return None
-        st.caption(f"{len(hits)} completions{' (first 200)' if len(hits) >= 200 else ''}, newest first:")
+        st.caption(t("groups.hits", n=len(hits), first=t("groups.first_200") if len(hits) >= 200 else ""))
         i = _pick_row(hits, "groups_hits", ["step", "group", "prompt_id", "sample_idx", "completion", "reward",
                                             "advantage"])
         return int(hits.iloc[i]["step"]), int(hits.iloc[i]["group"])
@@ -84,15 +77,15 @@ def find(run: str, mode: str, current_prompt: str | None) -> Target | None:
             return None
         if st.session_state.get("groups_prompt") not in ids:
             st.session_state["groups_prompt"] = current_prompt if current_prompt in ids else ids[0]
-        arg = st.selectbox("Prompt", ids, key="groups_prompt")
+        arg = st.selectbox(t("groups.prompt"), ids, key="groups_prompt")
     found, problems = queries.group_summaries(run, mode, arg)
     ui.warn(problems)
     if found.empty:
-        st.caption("No group matches." if mode != "no_signal" else "Every group had a spread: no zero-std group.")
+        st.caption(t("groups.no_match") if mode != "no_signal" else t("groups.all_spread"))
         return None
     if mode == "prompt":
         st.vega_lite_chart(spec=charts.prompt_history(found), key="groups_prompt_chart")
-    st.caption(f"{len(found)} groups{' (first 200)' if len(found) >= 200 else ''}; click a row to open it.")
+    st.caption(t("groups.found", n=len(found), first=t("groups.first_200") if len(found) >= 200 else ""))
     i = _pick_row(found, f"groups_found_{mode}", ["step", "group", "prompt_id", "mean_reward", "std", "a_max", "a_min"])
     return int(found.iloc[i]["step"]), int(found.iloc[i]["group"])
 
@@ -119,18 +112,18 @@ def show_group(info: RunInfo, target: Target) -> None:
     group, problems = group_rows(run, target)
     ui.warn(problems)
     if group.empty:
-        st.info(f"No group {number} at step {step}.")
+        st.info(t("groups.no_group", group=number, step=step))
         return
     prompt_id = group["prompt_id"].iloc[0]
     st.session_state["groups_current_prompt"] = prompt_id  # "same prompt across steps" starts here
     cfg = info.config or {}
     std_mode = str(cfg.get("std_mode") or "group")
     if std_mode not in group_math.STD_FORMULAS:
-        st.warning(f"config.json has std_mode {std_mode!r}, which the trainer does not know; recomputing with 'group'.")
+        st.warning(t("groups.unknown_std_mode", mode=repr(std_mode)))
         std_mode = "group"
-    st.subheader(f"Step {step} · group {number} · prompt `{prompt_id}`")
+    st.subheader(t("groups.heading", step=step, group=number, prompt=prompt_id))
     # whitespace markers help with the one-character demo tokenizer and hide real prose: off for real models
-    markers = st.toggle("Show spaces and line breaks (␣ ⏎)", value=cfg.get("model", "tiny") == "tiny",
+    markers = st.toggle(t("groups.markers"), value=cfg.get("model", "tiny") == "tiny",
                         key="groups_markers")
     show_prompt(str(group["prompt"].iloc[0]), markers)
     rewards = [None if pd.isna(v) else float(v) for v in group["reward"]]
@@ -139,11 +132,11 @@ def show_group(info: RunInfo, target: Target) -> None:
     adv = group["advantage"]
     c = st.columns(5)
     c[0].metric("G", len(group))
-    c[1].metric("mean reward", f"{worked.mean:.3f}")
-    c[2].metric("std", f"{worked.std:.3f}")
-    c[3].metric("pushed up / down", f"{int((adv > 0).sum())} / {int((adv < 0).sum())}")
-    c[4].metric("signal", "none (std 0)" if worked.zero_std else "yes")
-    st.markdown("**Responses, highest advantage first** (green: A > 0, red: A < 0, grey: A = 0)")
+    c[1].metric(t("groups.mean_reward"), f"{worked.mean:.3f}")
+    c[2].metric(t("groups.std"), f"{worked.std:.3f}")
+    c[3].metric(t("groups.pushed"), f"{int((adv > 0).sum())} / {int((adv < 0).sum())}")
+    c[4].metric(t("groups.signal"), t("groups.no_signal") if worked.zero_std else t("common.yes"))
+    st.markdown(t("groups.responses"))
     st.html(markup.responses_table(group, reward_columns(group), markers=markers))
     if "rewards/correctness" in group and "answer" in group and group["answer"].notna().any():
         show_verdicts(group, (cfg.get("reward_params") or {}).get("correctness") or {})
@@ -157,70 +150,70 @@ def show_verdicts(group: pd.DataFrame, params: dict) -> None:
     from rewards.verifier import explain  # noqa: PLC0415 - sympy and math-verify: only when opened
 
     mode = params.get("mode", "lenient") if isinstance(params, dict) else "lenient"
-    with st.expander(f"Why each response scored what it did (correctness, {mode} mode)"):
+    with st.expander(t("groups.verdicts", mode=mode)):
         rows = []
         for _, r in group.sort_values("sample_idx").iterrows():
             why = explain(str(r["completion"]), r["answer"], mode=mode)
             rows.append({"i": int(r["sample_idx"]), "answer read": why.get("answer"), "reference read": why.get("gold"),
                          "score": why.get("verdict"), "decided by": why.get("path"), "why": why.get("reason")})
-        st.dataframe(pd.DataFrame(rows), hide_index=True)
+        verdicts = pd.DataFrame(rows)
+        st.dataframe(verdicts, hide_index=True, column_config=ui.column_config(verdicts.columns))
 
 
 def show_prompt(prompt: str, markers: bool) -> None:
     """A chat-formatted prompt as its turns (system, user), the raw text one click away."""
     turns = markup.chat_turns(prompt)
     if not turns:
-        st.markdown(f"**Prompt:** {markup.show_text(prompt, markers)}", unsafe_allow_html=True)
+        st.markdown(t("groups.prompt_inline", text=markup.show_text(prompt, markers)), unsafe_allow_html=True)
         return
-    st.markdown("**Prompt**")
+    st.markdown(t("groups.prompt_heading"))
     for role, content in turns:
         st.markdown(f"<small><b>{html.escape(role)}</b></small><br>{markup.show_text(content, markers)}",
                     unsafe_allow_html=True)
-    with st.expander("Raw prompt (as the model saw it)"):
+    with st.expander(t("groups.raw_prompt")):
         st.code(prompt, language=None)
 
 
 def show_computation(group: pd.DataFrame, worked: group_math.GroupMath, std_mode: str, ppo: bool) -> None:
     """The chapter's table for this group, and the check against the logged advantages."""
-    st.markdown("**The advantage computation** — A_i = (r_i − mean) / std")
-    st.caption(f"std_mode = `{std_mode}`: {group_math.STD_FORMULAS.get(std_mode, '')}")
+    st.markdown(t("groups.computation"))
+    st.caption(t("groups.std_mode", mode=std_mode, formula=group_math.std_formula(std_mode)))
     table = worked.table.copy()
     table.insert(0, "i", group["sample_idx"].to_numpy())
     if ppo:
         table = table.rename(columns={"A_i (recomputed)": "A_i (GRPO would use)", "A_i (logged)": "A (PPO, logged)",
                                       "effect": "effect under GRPO"})
-    st.dataframe(table, hide_index=True, column_config={
-        c: st.column_config.NumberColumn(format="%.4f") for c in table.columns if c not in ("i", "effect")})
+    st.dataframe(table, hide_index=True, column_config=ui.column_config(table.columns, formats={
+        c: "%.4f" for c in table.columns if c not in ("i", "effect", "effect under GRPO")}))
     if ppo:
-        st.info("This run is PPO: its advantages come per token from GAE and the value model, not from the group, "
-                "so they are not expected to equal the group's. The table shows what GRPO would use for the "
-                "same rewards; the tokens below show PPO's own per-token advantages.")
+        st.info(t("groups.ppo"))
         return
-    check = (f"recomputed with `trainer.objective.group_advantages(rewards, std_mode='{std_mode}')`; "
-             f"max |recomputed − logged| = {worked.max_diff:.1e}")
+    check = t("groups.check", mode=std_mode, diff=f"{worked.max_diff:.1e}")
     if worked.matches:
-        st.success(f"✅ Recomputed advantages equal the logged ones: {check}")
+        st.success(t("groups.match", check=check))
     else:
-        st.error(f"❌ Recomputed advantages differ from the logged ones: {check}")
+        st.error(t("groups.mismatch", check=check))
 
 
 def show_tokens(info: RunInfo, target: Target, group: pd.DataFrame) -> None:
     tokens, problems = queries.group_tokens(info.name, *target)
-    st.markdown("**Tokens**")
+    st.markdown(t("groups.tokens"))
     ui.warn(problems)
     if tokens.empty and info.get("source"):  # a TRL or verl run: no per-token figures exist
-        st.caption(f"Token detail is not logged by {str(info.get('source')).upper()} (docs/trl-and-verl.md).")
+        st.caption(t("groups.tokens_foreign", source=str(info.get("source")).upper()))
         return
     if tokens.empty:
         n = (info.config or {}).get("token_detail_groups", 2)
-        st.caption(f"No token detail for this group: the trainer keeps it for the first {n} groups of each step "
-                   "(option token_detail_groups). Browse by step and pick one of the first groups.")
+        st.caption(t("groups.no_tokens", n=n))
         return
     ppo = (info.config or {}).get("algo") == "ppo"
-    modes = ["ratio", "clipped", "kl", "advantage"]
-    mode = st.segmented_control("Colour tokens by", modes, default="advantage" if ppo else "ratio",
-                                key="groups_token_mode", required=True) or "ratio"
-    st.caption(markup.TOKEN_MODES[mode] + ". Hover a token for its figures.")
+    names = {"ratio": t("groups.mode.ratio"), "clipped": t("groups.mode.clipped"), "kl": t("groups.mode.kl"),
+             "advantage": t("groups.mode.advantage")}
+    mode = st.segmented_control(t("groups.colour_by"), list(names), default="advantage" if ppo else "ratio",
+                                format_func=names.get, key="groups_token_mode", required=True) or "ratio"
+    legends = {"ratio": t("groups.legend.ratio"), "clipped": t("groups.legend.clipped"), "kl": t("groups.legend.kl"),
+               "advantage": t("groups.legend.advantage")}
+    st.caption(t("groups.hover", legend=legends[mode]))
     eps = data.clip_bounds(info)[1] - 1.0
     order = group.sort_values(["advantage", "sample_idx"], ascending=[False, True])
     lines = []
@@ -232,16 +225,20 @@ def show_tokens(info: RunInfo, target: Target, group: pd.DataFrame) -> None:
                      f'padding:2px 6px;border-radius:4px">i={int(r["sample_idx"])} A={float(r["advantage"]):+.2f}</span>'
                      f"{markup.tokens_html(toks, mode, eps)}</div>")
     st.html("".join(lines))
-    with st.expander("Token table"):
-        pick = st.selectbox("Response", order["sample_idx"].tolist(), key="groups_token_resp",
+    with st.expander(t("groups.token_table")):
+        pick = st.selectbox(t("groups.response"), order["sample_idx"].tolist(), key="groups_token_resp",
                             format_func=lambda i: f"i={i}")
         cols = [c for c in ("position", "token", "logp_new", "logp_old", "logp_ref", "ratio", "kl", "clipped_low",
                             "clipped_high", "advantage", "value", "return", "token_reward") if c in tokens]
-        st.dataframe(tokens[tokens["sample_idx"] == pick][cols], hide_index=True)
+        st.dataframe(tokens[tokens["sample_idx"] == pick][cols], hide_index=True,
+                     column_config=ui.column_config(cols, labels={"value": t("col.value_estimate")}))
 
 
 def render(info: RunInfo) -> None:
-    mode = st.segmented_control("Find a group", list(FINDERS), format_func=FINDERS.get, default="step",
+    finders = {"step": t("groups.find.step"), "no_signal": t("groups.find.no_signal"),
+               "positive": t("groups.find.positive"), "negative": t("groups.find.negative"),
+               "search": t("groups.find.search"), "prompt": t("groups.find.prompt")}
+    mode = st.segmented_control(t("groups.find"), list(finders), format_func=finders.get, default="step",
                                 key="groups_mode", required=True) or "step"
     current = st.session_state.get("groups_current_prompt")
     target = find(info.name, mode, current)

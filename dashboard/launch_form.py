@@ -8,16 +8,13 @@ from typing import Any
 import streamlit as st
 
 from dashboard import launcher, presets
+from dashboard.i18n import t
 
-# (option, label) of the form's main fields, then those under "More options".
-MAIN = [("algo", "Algorithm"), ("task", "Task"), ("rewards", "Rewards (name=weight, ...)"),
-        ("group_size", "G (responses per prompt)"), ("epsilon", "epsilon (clip range)"), ("beta", "beta (KL weight)"),
-        ("lr", "Learning rate"), ("max_steps", "Steps"), ("passes", "Passes per batch"), ("seed", "Seed"),
-        ("name", "Run name")]
-MORE = [("prompts_per_step", "Prompts per step"), ("sft_steps", "Warm-start SFT steps"),
-        ("max_new_tokens", "Max new tokens"), ("temperature", "Temperature"), ("std_mode", "Advantage std"),
-        ("loss_aggregation", "Loss aggregation"), ("epsilon_high", "epsilon_high (blank: = epsilon)"),
-        ("eval_fraction", "Held-out fraction"), ("eval_every", "Evaluate every N steps")]
+# The form's main options, then those under "More options". Each option's label and help text are
+# option.<name>.label and option.<name>.help in dashboard/locales/ (English help: trainer/config.py's).
+MAIN = ["algo", "task", "rewards", "group_size", "epsilon", "beta", "lr", "max_steps", "passes", "seed", "name"]
+MORE = ["prompts_per_step", "sft_steps", "max_new_tokens", "temperature", "std_mode", "loss_aggregation",
+        "epsilon_high", "eval_fraction", "eval_every"]
 
 
 def demo_values(runs_dir: Path) -> dict[str, Any]:
@@ -31,11 +28,11 @@ def start(values: dict[str, Any]) -> None:
     try:
         name, pid = launcher.launch(values, data.runs_dir())
     except (launcher.LaunchError, ValueError) as exc:
-        st.error(f"Not started: {exc}")
+        st.error(t("launch.not_started", error=exc))
         return
     st.session_state["run"] = name
     st.session_state["runs_pick_next"] = name  # the Runs page selects it on its next run
-    st.toast(f"Started {name} (pid {pid}).")
+    st.toast(t("launch.started", name=name, pid=pid))
     st.rerun(scope="app")
 
 
@@ -46,8 +43,9 @@ def _as_type(value: Any, default: Any) -> Any:
     return value
 
 
-def _widget(name: str, label: str, spec: dict[str, Any], preset: int, kind: str) -> Any:
-    default, help_text, choices = spec["default"], spec["help"], spec["choices"]
+def _widget(name: str, spec: dict[str, Any], preset: int, kind: str) -> Any:
+    default, choices = spec["default"], spec["choices"]
+    label, help_text = t(f"option.{name}.label"), t(f"option.{name}.help")
     # per preset (and per kind of model for model-dependent options): switching shows their values
     key = f"launch_{preset}_{kind}_{name}" if spec["by_model"] else f"launch_{preset}_{name}"
     if choices:
@@ -68,9 +66,9 @@ def _widget(name: str, label: str, spec: dict[str, Any], preset: int, kind: str)
 
 def form(runs_dir: Path) -> None:
     choices = presets.presets()
-    label = st.selectbox("Preset", list(choices), key="launch_preset",
-                         help="Starting values for the form. Each YAML file in configs/ is a preset "
-                              "(python -m trainer --config FILE runs the same).")
+    shown = {c: t("launch.preset_demo") if c == presets.DEMO else c for c in choices}
+    label = st.selectbox(t("launch.preset"), list(choices), key="launch_preset", help=t("launch.preset_help"),
+                         format_func=shown.get)
     preset = choices[label]
     if "error" in preset:
         st.error(preset["error"])
@@ -80,29 +78,29 @@ def form(runs_dir: Path) -> None:
     number = list(choices).index(label)
     # The model is chosen outside the form: its options' defaults (learning rate, warm start,
     # completion length) follow it, and a form only reports its widgets when submitted.
-    model = st.text_input("Model", str(preset.get("model", "tiny")), key=f"launch_{number}_model",
-                          help=launcher.config_fields()["model"]["help"]).strip() or "tiny"
+    model = st.text_input(t("option.model.label"), str(preset.get("model", "tiny")), key=f"launch_{number}_model",
+                          help=t("option.model.help")).strip() or "tiny"
     fields = launcher.config_fields(model)
     specs = {k: {**v, "default": _as_type(preset.get(k, v["default"]), v["default"])} for k, v in fields.items()}
     kind = "builtin" if model == "tiny" else "pretrained"
     changed = [k for k, v in fields.items() if v["by_model"] and k not in preset]
     if changed:
-        st.caption(f"{', '.join(changed)}: the defaults for {'the built-in' if kind == 'builtin' else 'a pretrained'} "
-                   "model (they change with the model).")
+        st.caption(t("launch.defaults_builtin" if kind == "builtin" else "launch.defaults_pretrained",
+                     options=", ".join(changed)))
     base = "demo" if not preset else str(preset.get("model", "run"))
     specs["name"]["default"] = launcher.free_name(runs_dir, base)
     with st.form("launch", border=False):
         values: dict[str, Any] = {"model": model}
         cols = st.columns(4)
-        for i, (name, label) in enumerate(MAIN):
+        for i, name in enumerate(MAIN):
             with cols[i % 4]:
-                values[name] = _widget(name, label, specs[name], number, kind)
-        with st.expander("More options"):
+                values[name] = _widget(name, specs[name], number, kind)
+        with st.expander(t("launch.more")):
             cols = st.columns(4)
-            for i, (name, label) in enumerate(MORE):
+            for i, name in enumerate(MORE):
                 with cols[i % 4]:
-                    values[name] = _widget(name, label, specs[name], number, kind)
-        submitted = st.form_submit_button("Start training", type="primary")
+                    values[name] = _widget(name, specs[name], number, kind)
+        submitted = st.form_submit_button(t("launch.submit"), type="primary")
     if submitted:
         # options the preset sets but the form does not show (eval_prompts, ...) still apply
         start({**preset, **{k: v for k, v in values.items() if v is not None and v != ""}})

@@ -10,14 +10,10 @@ import re
 import numpy as np
 import pandas as pd
 
+from dashboard.i18n import t
+
 POS, NEG, ZERO = "rgba(26,152,80,0.28)", "rgba(215,48,39,0.28)", "rgba(158,158,158,0.22)"
 BACKGROUND = {"pos": POS, "neg": NEG, "zero": ZERO}  # by the sign of the advantage
-TOKEN_MODES = {
-    "ratio": "ratio pi_theta / pi_old: blue below 1, orange above; outlined red where the clip is active",
-    "clipped": "clip active on the token (zero gradient): red; otherwise grey",
-    "kl": "per-token KL to the reference: darker purple is larger",
-    "advantage": "advantage applied to the token: green positive, red negative (PPO: per-token GAE)",
-}
 
 
 def adv_class(a: float) -> str:
@@ -28,7 +24,7 @@ def _fmt(v, digits: int = 3) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "—"
     if isinstance(v, (bool, np.bool_)):
-        return "yes" if v else ""
+        return t("common.yes") if v else ""
     if isinstance(v, (int, np.integer)):
         return str(int(v))
     return f"{float(v):.{digits}f}"
@@ -38,7 +34,7 @@ def show_text(text: str, markers: bool = True) -> str:
     """Escaped text with empty completions made visible; with `markers` every space and newline
     too (␣, ⏎: what the one-character demo tokenizer needs), else line breaks kept as they are."""
     if text is None or text == "":
-        return '<span style="opacity:.55">∅ (empty)</span>'
+        return f'<span style="opacity:.55">∅ {html.escape(t("markup.empty"))}</span>'
     if markers:
         return html.escape(str(text)).replace(" ", "␣").replace("\n", "⏎")
     return f'<span style="white-space:pre-wrap">{html.escape(str(text))}</span>'
@@ -67,7 +63,10 @@ def responses_table(group: pd.DataFrame, reward_columns: list[str], compact: boo
     rows = group.sort_values(["advantage", "sample_idx"], ascending=[False, True])
     extra = [] if compact else ["length", "truncated", "ratio_mean", "clip_frac", "kl_mean"]
     extra = [c for c in extra if c in rows]
-    head = ["i", "completion", "reward", *[c.split("/", 1)[1] for c in reward_columns], "A_i", *extra]
+    words = {"completion": t("col.completion"), "reward": t("col.reward"), "length": t("col.length"),
+             "truncated": t("col.truncated")}
+    head = [words.get(c, c) for c in ("i", "completion", "reward", *[c.split("/", 1)[1] for c in reward_columns],
+                                      "A_i", *extra)]
     out = ['<table class="grpo-responses" style="border-collapse:collapse;width:100%;font-size:0.9rem">',
            "<thead><tr>" + "".join(f'<th style="{CELL}">{html.escape(h)}</th>' for h in head) + "</tr></thead><tbody>"]
     for _, r in rows.iterrows():
@@ -76,7 +75,7 @@ def responses_table(group: pd.DataFrame, reward_columns: list[str], compact: boo
         cells = [_fmt(r["sample_idx"]), f'<code>{show_text(r["completion"], markers)}</code>', _fmt(r.get("reward")),
                  *[_fmt(r.get(c)) for c in reward_columns],
                  f'<b>{float(r["advantage"]):+.3f}</b>',
-                 *[("✂ yes" if r[c] else "") if c == "truncated" else _fmt(r[c]) for c in extra]]
+                 *[("✂ " + t("common.yes") if r[c] else "") if c == "truncated" else _fmt(r[c]) for c in extra]]
         out.append(f'<tr class="adv-{kind}" data-adv="{kind}" style="background:{colour}">'
                    + "".join(f'<td style="{CELL}">{c}</td>' for c in cells) + "</tr>")
     out.append("</tbody></table>")
@@ -110,10 +109,11 @@ def tokens_html(tokens: pd.DataFrame, mode: str, eps: float = 0.2) -> str:
     for _, row in tokens.sort_values("position").iterrows():
         clipped = bool(row.get("clipped", False))
         border = "2px solid #d73027" if clipped and mode == "ratio" else "1px solid rgba(128,128,128,.35)"
-        tip = (f"position {row['position']} · ratio {_fmt(row.get('ratio'), 4)} · KL {_fmt(row.get('kl'), 4)} · "
-               f"A {_fmt(row.get('advantage'), 3)} · logp new {_fmt(row.get('logp_new'))} old {_fmt(row.get('logp_old'))} "
-               f"ref {_fmt(row.get('logp_ref'))}" + (f" · value {_fmt(row['value'])}" if "value" in row else "")
-               + (" · CLIPPED" if clipped else ""))
+        tip = (t("markup.tip", position=row["position"], ratio=_fmt(row.get("ratio"), 4), kl=_fmt(row.get("kl"), 4),
+                 a=_fmt(row.get("advantage"), 3), new=_fmt(row.get("logp_new")), old=_fmt(row.get("logp_old")),
+                 ref=_fmt(row.get("logp_ref")))
+               + (t("markup.tip_value", value=_fmt(row["value"])) if "value" in row else "")
+               + (t("markup.tip_clipped") if clipped else ""))
         chips.append(f'<span class="tok{" tok-clipped" if clipped else ""}" title="{html.escape(tip)}" '
                      f'style="display:inline-block;margin:2px;padding:2px 6px;border-radius:4px;'
                      f'font-family:monospace;border:{border};background:{_token_colour(row, mode, eps, kl_max, adv_max)}">'

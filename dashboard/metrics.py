@@ -1,9 +1,12 @@
-"""Which metrics the Live page draws together. Names are those of docs/run-directory.md."""
+"""Which metrics the Live page draws together. Names are those of docs/run-directory.md; each
+panel's title, description and unit are in dashboard/locales/ (panel.<id>.*, unit.*)."""
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+
+from dashboard.i18n import t
 
 
 @dataclass(frozen=True)
@@ -29,29 +32,29 @@ def reward_metrics(columns: list[str]) -> tuple[str, ...]:
 def panels(columns: list[str]) -> list[Panel]:
     """The Live page's charts for the columns this run has (PPO adds value/* metrics)."""
     out = [
-        Panel("Reward", reward_metrics(columns), "Mean total reward per step, and each reward function's own mean (before weighting).", "reward"),
-        Panel("Evaluation (held-out)", ("eval/accuracy", "eval/reward_mean"),
-              "Greedy completions on held-out prompts, every eval_every steps (points joined across the steps between).",
-              "score"),
-        Panel("Advantage spread", ("advantage/std", "advantage/min", "advantage/max"),
-              "Group advantages A_i over all completions: how strongly responses are pushed up and down.", "A"),
-        Panel("Groups with no signal", ("groups/frac_zero_std",),
-              "Share of groups whose rewards were all equal: advantage 0, nothing to learn from.", "fraction"),
-        Panel("KL to reference", ("kl/mean", "kl/approx"), "Per-token k3 KL to the frozen reference (nats).", "nats"),
-        Panel("Clip fraction", ("clip/low", "clip/high", "clip/total"),
-              "Share of tokens whose ratio left [1-eps, 1+eps] in the direction the advantage pushes: zero gradient.", "fraction"),
-        Panel("Ratio pi_theta / pi_old", ("ratio/min", "ratio/mean", "ratio/max"),
-              "Per-token policy ratio over every optimisation pass; 1 on the first pass.", "ratio", ratio=True),
-        Panel("Entropy", ("entropy/mean",), "Entropy of the sampling policy per completion token (nats).", "nats"),
-        Panel("Losses", ("loss/policy", "loss/total", "value/loss"), "Minimised losses, mean over updates.", "loss"),
-        Panel("Gradient norm", ("grad/norm",), "Gradient L2 norm before clipping.", "norm"),
-        Panel("Completion length", ("completion/length_mean", "completion/length_max"), "Completion tokens, EOS included.", "tokens"),
-        Panel("Truncated", ("completion/truncated_frac",), "Share of completions with no EOS within max_new_tokens.", "fraction"),
-        Panel("Throughput", ("perf/tokens_per_s",), "Completion tokens per second of step time.", "tokens/s"),
-        Panel("Where the step goes", PHASE_METRICS, "Seconds per step in each phase, stacked: their sum is the "
-              "step's time (logging a step's part files counts in the next step).", "s", stacked=True),
-        Panel("Value model (PPO)", ("value/explained_variance", "value/clip_frac", "value/mean", "returns/mean"),
-              "PPO's critic: explained variance, value clip fraction, mean value and return.", ""),
+        Panel(t("panel.reward.title"), reward_metrics(columns), t("panel.reward.help"), t("unit.reward")),
+        Panel(t("panel.eval.title"), ("eval/accuracy", "eval/reward_mean"), t("panel.eval.help"), t("unit.score")),
+        Panel(t("panel.advantage.title"), ("advantage/std", "advantage/min", "advantage/max"),
+              t("panel.advantage.help"), "A"),
+        Panel(t("panel.no_signal.title"), ("groups/frac_zero_std",), t("panel.no_signal.help"), t("unit.fraction")),
+        Panel(t("panel.kl.title"), ("kl/mean", "kl/approx"), t("panel.kl.help"), "nats"),
+        Panel(t("panel.clip.title"), ("clip/low", "clip/high", "clip/total"),
+              t("panel.clip.help"), t("unit.fraction")),
+        Panel(t("panel.ratio.title"), ("ratio/min", "ratio/mean", "ratio/max"),
+              t("panel.ratio.help"), t("unit.ratio"), ratio=True),
+        Panel(t("panel.entropy.title"), ("entropy/mean",), t("panel.entropy.help"), "nats"),
+        Panel(t("panel.losses.title"), ("loss/policy", "loss/total", "value/loss"), t("panel.losses.help"),
+              t("unit.loss")),
+        Panel(t("panel.grad.title"), ("grad/norm",), t("panel.grad.help"), t("unit.norm")),
+        Panel(t("panel.length.title"), ("completion/length_mean", "completion/length_max"), t("panel.length.help"),
+              t("unit.tokens")),
+        Panel(t("panel.truncated.title"), ("completion/truncated_frac",), t("panel.truncated.help"),
+              t("unit.fraction")),
+        Panel(t("panel.throughput.title"), ("perf/tokens_per_s",), t("panel.throughput.help"),
+              t("unit.tokens_per_s")),
+        Panel(t("panel.phases.title"), PHASE_METRICS, t("panel.phases.help"), t("unit.seconds"), stacked=True),
+        Panel(t("panel.value.title"), ("value/explained_variance", "value/clip_frac", "value/mean", "returns/mean"),
+              t("panel.value.help"), ""),
     ]
     present = set(columns)
     kept = (dataclasses.replace(p, metrics=tuple(m for m in p.metrics if m in present)) for p in out)

@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import data, launch_form, launcher, ui
+from dashboard.i18n import t
 from rundir.layout import SOURCES_KEY
 from rundir.reader import tail
 
@@ -40,13 +41,13 @@ def act(action: str, name: str) -> None:
     try:
         if action == "stop":
             pid = launcher.stop(data.runs_dir(), name)
-            message = f"Asked {name} (pid {pid}) to stop: it finishes its step, saves a checkpoint, then stops."
+            message = t("runs.stop_asked", name=name, pid=pid)
         elif action == "resume":
             launcher.resume(data.runs_dir(), name)
-            message = f"Resuming {name} from its latest checkpoint."
+            message = t("runs.resuming", name=name)
         else:
             launcher.dismiss(data.runs_dir(), name)
-            message = f"Forgot the failed launch {name}."
+            message = t("runs.dismissed", name=name)
         st.session_state["runs_message"] = ("success", message)
     except (launcher.LaunchError, ValueError) as exc:
         st.session_state["runs_message"] = ("error", str(exc))
@@ -59,18 +60,21 @@ def actions(name: str, runs, pending) -> None:
     pend = next((p for p in pending if p.name == name), None)
     cols = st.columns(5)
     if info is not None:
-        cols[0].page_link("app_pages/live.py", label="Live", icon="📈", query_params={"run": name}, width="stretch")
-        cols[1].page_link("app_pages/groups.py", label="Groups", icon="👥", query_params={"run": name}, width="stretch")
-        cols[2].page_link("app_pages/compare.py", label="Compare", icon="⚖️", query_params={"runs": name},
+        cols[0].page_link("app_pages/live.py", label=t("nav.live"), icon="📈", query_params={"run": name},
+                          width="stretch")
+        cols[1].page_link("app_pages/groups.py", label=t("nav.groups"), icon="👥", query_params={"run": name},
+                          width="stretch")
+        cols[2].page_link("app_pages/compare.py", label=t("nav.compare"), icon="⚖️", query_params={"runs": name},
                           width="stretch")
     state = info.state if info else ("launching" if pend and pend.alive else "failed to start")
     if state in data.ACTIVE_STATES or state == "launching":
-        cols[3].button("⏹️ Stop", key="stop", type="primary", width="stretch", on_click=act, args=("stop", name))
+        cols[3].button(t("runs.stop"), key="stop", type="primary", width="stretch", on_click=act, args=("stop", name))
     elif state in ("stopped", "failed") and info is not None and info.config and not info.get("source"):
         # (a TRL or verl run is resumed by its own trainer, not this one)
-        cols[3].button("▶️ Resume", key="resume", type="primary", width="stretch", on_click=act, args=("resume", name))
+        cols[3].button(t("runs.resume"), key="resume", type="primary", width="stretch", on_click=act,
+                       args=("resume", name))
     if pend is not None and not pend.alive:
-        cols[4].button("🗑️ Dismiss", key="dismiss", help="Forget this failed launch", width="stretch",
+        cols[4].button(t("runs.dismiss"), key="dismiss", help=t("runs.dismiss_help"), width="stretch",
                        on_click=act, args=("dismiss", name))
     kind, message = st.session_state.pop("runs_message", (None, None))
     if message:
@@ -78,15 +82,16 @@ def actions(name: str, runs, pending) -> None:
     if info is not None:
         ui.warn(info.problems)
         if info.error:
-            st.error(f"**Error:** {info.error}")
+            st.error(t("ui.error", error=info.error))
         if info.config:
-            with st.expander("Options, and where each value came from"):
-                st.dataframe(options_table(info.config), hide_index=True)
-        st.text("train.log (last lines)")
-        st.code(tail(info.path / "train.log") or "(empty)", language=None)
+            with st.expander(t("runs.options")):
+                options = options_table(info.config)
+                st.dataframe(options, hide_index=True, column_config=ui.column_config(options.columns))
+        st.text(t("runs.log"))
+        st.code(tail(info.path / "train.log") or t("runs.empty_log"), language=None)
     output = launcher.launch_log(data.runs_dir(), name)
     if output:
-        with st.expander("Trainer output (stdout / stderr)", expanded=info is None):
+        with st.expander(t("runs.trainer_output"), expanded=info is None):
             st.code(output, language=None)
 
 
@@ -109,28 +114,28 @@ def render(was_active: bool) -> None:
     if st.session_state.pop("runs_full_rerun", False) or (was_active and not any_active(runs, pending)):
         st.rerun(scope="app")  # a run started or ended: redraw with (or without) the timer
     if not runs and not pending:
-        st.info("No runs yet. The demo trains the built-in tiny model on single-digit addition with GRPO "
-                "(about a minute on a laptop CPU): the reward climbs from about 0.1 to about 0.9.")
-        if st.button("🚀 Launch the demo run", type="primary", key="launch_demo"):
+        st.info(t("runs.no_runs"))
+        if st.button(t("runs.launch_demo"), type="primary", key="launch_demo"):
             launch_form.start(launch_form.demo_values(data.runs_dir()))
         return
     left, right = st.columns([2, 1])
-    text = left.text_input("Filter by name", key="runs_filter", placeholder="part of a run name")
+    text = left.text_input(t("runs.filter"), key="runs_filter", placeholder=t("runs.filter_placeholder"))
     frame = runs_frame(runs, pending)
     states = sorted(frame["state"].unique())
-    chosen = right.multiselect("State", states, key="runs_states", placeholder="every state")
+    chosen = right.multiselect(t("runs.state"), states, key="runs_states", placeholder=t("runs.state_placeholder"))
     shown = frame[frame["name"].str.contains(text, case=False, regex=False)] if text else frame
     if chosen:
         shown = shown[shown["state"].isin(chosen)]
     st.dataframe(shown, hide_index=True, key="runs_table", on_select="rerun", selection_mode="single-row",
                  column_config={
-                     "progress": st.column_config.ProgressColumn("progress", min_value=0.0, max_value=1.0, format="percent"),
-                     "latest reward": st.column_config.NumberColumn(format="%.3f"),
-                     "started": st.column_config.DatetimeColumn("started (UTC)", format="YYYY-MM-DD HH:mm:ss"),
+                     **ui.column_config(shown.columns, formats={"latest reward": "%.3f"}),
+                     "progress": st.column_config.ProgressColumn(t("col.progress"), min_value=0.0, max_value=1.0,
+                                                                 format="percent"),
+                     "started": st.column_config.DatetimeColumn(t("col.started"), format="YYYY-MM-DD HH:mm:ss"),
                  })
     names = shown["name"].tolist()
     if not names:
-        st.caption("No run matches the filter.")
+        st.caption(t("runs.no_match"))
         return
     picked = st.session_state.get("runs_table", {}).get("selection", {}).get("rows", [])
     if picked and picked[0] < len(names) and picked != st.session_state.get("runs_table_applied"):
@@ -141,6 +146,6 @@ def render(was_active: bool) -> None:
     if st.session_state.get("runs_pick") not in names:
         wanted = st.session_state.get(ui.SELECTED)
         st.session_state["runs_pick"] = wanted if wanted in names else names[0]
-    st.subheader("Selected run")
-    name = st.selectbox("Run", names, key="runs_pick", label_visibility="collapsed")
+    st.subheader(t("runs.selected"))
+    name = st.selectbox(t("run.pick"), names, key="runs_pick", label_visibility="collapsed")
     actions(name, runs, pending)

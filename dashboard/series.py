@@ -10,7 +10,6 @@ import pandas as pd
 
 # Points per series sent to the browser; the ceiling is about 5,000.
 MAX_POINTS = 1000
-X_MODES = {"step": "step", "wall": "elapsed (min)"}
 
 
 def x_values(scalars: pd.DataFrame, mode: str) -> np.ndarray:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import compare_view, ui
+from dashboard.i18n import t
 
-st.title("⚖️ Compare")
+st.title("⚖️ " + t("nav.compare"))
 
-with ui.guard("Compare"):
+with ui.guard(t("nav.compare")):
     compare_view.render()

@@ -5,10 +5,11 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import groups_view, ui
+from dashboard.i18n import t
 
-st.title("👥 Groups")
+st.title("👥 " + t("nav.groups"))
 
-with ui.guard("Groups"):
+with ui.guard(t("nav.groups")):
     info = ui.pick_run("groups_run")
     if info is not None:
         ui.warn(info.problems)
