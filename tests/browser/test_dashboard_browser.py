@@ -109,3 +109,29 @@ def test_stop_a_running_run(server, page):
     assert read_run(runs, name).state == "stopped"
     page.goto(f"{url}/live?run={name}")
     page.get_by_text(re.compile("stopped")).first.wait_for()
+
+
+def test_the_training_pages_follow_the_language_switch(server, page):
+    url, _ = server
+    page.goto(f"{url}/live?run=alpha")
+    wait_idle(page)
+    heading = page.locator("h1").filter(has_text="实时监控")
+    for _ in range(3):  # a click can land before the radio is wired: click again if nothing changed
+        page.get_by_text("中文", exact=True).click()
+        try:
+            heading.wait_for(timeout=10_000)
+            break
+        except Exception:  # noqa: BLE001 - retried; the last wait below fails with the real error
+            pass
+    expect(heading).to_be_visible()
+    wait_idle(page)
+    page.wait_for_function(f"document.querySelectorAll('{CHARTS}').length >= 10")
+    expect(page.get_by_text(re.compile(r"^第 \d+ / \d+ 步$")).first).to_be_visible()
+    # the choice lasts the session: the navigation is in Chinese, and so is the next page
+    page.locator("[data-testid=stSidebarNav] a").filter(has_text="组查看").click()
+    expect(page.locator("h1").filter(has_text="组查看")).to_be_visible()
+    wait_idle(page)
+    page.get_by_text("优势最高", exact=True).click()
+    wait_idle(page)
+    expect(page.get_by_text("重算的优势与记录的一致", exact=False)).to_be_visible()
+    assert page.locator("[data-testid=stException]").count() == 0
