@@ -25,9 +25,10 @@ ROOT = Path(__file__).resolve().parent.parent
 PATH_OPTIONS = ("task", "model", "eval_split")
 
 
-def is_local(ip: str | None) -> bool:
-    """A visitor on this machine (None: no network peer at all, as under AppTest)."""
-    if ip is None:
+def is_local(ip) -> bool:
+    """A visitor on this machine. Not a string: there is no network peer at all (a script run
+    without a server, as Streamlit's AppTest does, gives None or a stand-in object)."""
+    if not isinstance(ip, str):
         return True
     try:
         return ipaddress.ip_address(ip.split("%")[0]).is_loopback

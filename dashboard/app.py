@@ -12,7 +12,7 @@ if str(ROOT) not in sys.path:
 
 import streamlit as st  # noqa: E402
 
-from dashboard import i18n  # noqa: E402
+from dashboard import access, i18n  # noqa: E402
 from dashboard.i18n import t  # noqa: E402
 
 st.set_page_config(page_title="GRPO lab", page_icon="🧪", layout="wide")
@@ -38,6 +38,8 @@ navigation = st.navigation({
         st.Page(PAGES / "quiz.py", title=t("quiz.title"), icon="❓", url_path="quiz"),
     ],
 })
+
+access.gate()  # a visitor from another machine needs the token
 
 # --- sidebar: the language switch (every page follows it) --------------------------------------
 with st.sidebar:

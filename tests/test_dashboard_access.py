@@ -11,6 +11,7 @@ from dashboard import access, launcher
                                        ("not-an-ip", False)])
 def test_only_loopback_visitors_are_local(ip, local):
     assert access.is_local(ip) is local
+    assert access.is_local(object())  # no network peer (AppTest's stand-in): the script runs locally
 
 
 def test_a_token_must_be_set_and_match():
