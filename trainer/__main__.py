@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 from trainer.config import ConfigError, load_config
@@ -14,7 +15,8 @@ def main(argv: list[str] | None = None) -> int:
 
         return train(cfg)
     except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        if os.environ.get("RANK", "0") == "0":  # under a launcher every process refuses; rank 0 says why
+            print(f"error: {exc}", file=sys.stderr)
         return 2
 
 

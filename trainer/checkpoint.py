@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from safetensors.torch import load_model, save_model
+from safetensors.torch import load_model, save_file, save_model
 
 from rundir.layout import read_json, write_json_atomic
 
@@ -37,15 +37,20 @@ def set_rng_state(state: dict) -> None:
     np.random.set_state(state["numpy"])
 
 
-def save(folder: Path, step: int, models: dict[str, torch.nn.Module], optimizer=None, keep: int | None = None) -> Path:
-    """Write checkpoint `step`; keep only the newest `keep` periodic ones."""
+def save(folder: Path, step: int, models: dict[str, torch.nn.Module | dict], optimizer=None,
+         keep: int | None = None) -> Path:
+    """Write checkpoint `step`; keep only the newest `keep` periodic ones. A model or the optimizer
+    may be given as its full state dict (FSDP gathers them: trainer/distributed.py)."""
     folder.mkdir(parents=True, exist_ok=True)
     name = INITIAL if step < 0 else f"step-{step:08d}"
     tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=folder))
     for key, model in models.items():
-        save_model(model, str(tmp / f"{key}.safetensors"))
+        if isinstance(model, dict):
+            save_file(_unshared(model), str(tmp / f"{key}.safetensors"), metadata={"format": "pt"})
+        else:
+            save_model(model, str(tmp / f"{key}.safetensors"))
     if optimizer is not None:
-        torch.save(optimizer.state_dict(), tmp / "optimizer.pt")
+        torch.save(optimizer if isinstance(optimizer, dict) else optimizer.state_dict(), tmp / "optimizer.pt")
         torch.save(rng_state(), tmp / "rng.pt")
     write_json_atomic(tmp / "meta.json", {"step": step})
     final = folder / name
@@ -56,6 +61,18 @@ def save(folder: Path, step: int, models: dict[str, torch.nn.Module], optimizer=
         for old in periodic(folder)[:-keep]:
             shutil.rmtree(old, ignore_errors=True)
     return final
+
+
+def _unshared(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """A state dict safetensors accepts: a tensor stored under two names (tied embeddings) kept
+    under the first; loading fills the tied one (as save_model / load_model do)."""
+    seen, out = set(), {}
+    for key, tensor in state.items():
+        if tensor.data_ptr() in seen:
+            continue
+        seen.add(tensor.data_ptr())
+        out[key] = tensor.contiguous()
+    return out
 
 
 def remove_partial(folder: Path) -> None:

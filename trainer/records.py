@@ -116,6 +116,11 @@ def step_scalars(c, batch, stats: TokenStats, *, advantages: torch.Tensor, frac_
                  policy_losses: list[float], losses: list[float], grad_norms: list[float],
                  start: float) -> dict[str, float]:
     """The scalars GRPO and PPO both log (docs/run-directory.md); `advantages` one per logged value."""
+    if c.dist.active:  # several processes: rank 0 computes each figure over every rank's completions
+        g = c.dist.gather_step(batch=batch, stats=stats, advantages=advantages, frac_zero_std=frac_zero_std,
+                               policy_losses=policy_losses, losses=losses)
+        batch, stats, advantages, frac_zero_std = g["batch"], g["stats"], g["advantages"], g["frac_zero_std"]
+        policy_losses, losses = g["policy_losses"], g["losses"]
     rollout, mask = batch.rollout, batch.mask
     step_s = time.perf_counter() - start
     metrics = reward_scalars(batch.totals, batch.scores.per_reward, batch.scores.errors, frac_zero_std, advantages)
@@ -153,6 +158,11 @@ def log_step_tables(c, step: int, batch, stats: TokenStats, last: LastPass, *, a
 def _log_tables(c, step, batch, stats, last, *, advantages, per_token, dropped) -> None:
     if c.writer.level != "full":
         return
+    if c.dist.active:  # several processes: rank 0 writes every rank's rows, groups numbered in rank order
+        g = c.dist.gather_step(batch=batch, stats=stats, last=last, advantages=advantages, per_token=per_token)
+        if not c.dist.writer:
+            return
+        batch, stats, last, advantages, per_token = g["batch"], g["stats"], g["last"], g["advantages"], g["per_token"]
     cfg = c.cfg
     if batch.rows:
         c.writer.log("samples", sample_rows(step, batch, advantages=advantages, last=last))

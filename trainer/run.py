@@ -25,6 +25,8 @@ from rundir.status import StatusFile
 from rundir.writer import RunWriter
 from trainer import checkpoint
 from trainer.config import Config, ConfigError
+from trainer.distributed import (Dist, NullStatus, NullWriter, launch, rank_log, resume_latest, save_checkpoint,
+                                 watch_peers, wrap)
 from trainer.doctor import Doctor, Finding, stops
 from trainer.models import load_policy, pick_device
 from trainer.evaluate import due as eval_due, evaluate
@@ -110,55 +112,71 @@ def claim(cfg: Config, paths: RunPaths) -> RunLock:
     return lock
 
 
-def prepare(cfg: Config) -> tuple[Components, RunPaths, StatusFile, int]:
-    """Refusable checks first, then the run directory. Returns (components, paths, status, first step)."""
-    paths = check_run_dir(cfg)
-    lock = claim(cfg, paths) if cfg.resume else None  # a resume fails fast; a new run claims below
-    reward_fns = build_rewards(cfg)
-    task, eval_task = build_tasks(cfg)  # every row checked: bad data stops here
-    device = pick_device(cfg.device)
-    seed_everything(cfg.seed)
-    policy, tokenizer, builtin = load_policy(cfg.model, cfg.seed, device, cfg.dtype, cfg.gradient_checkpointing,
-                                             cfg.lora_r, cfg.lora_alpha, cfg.lora_target_modules)
-    # prompts as the model sees them: system prompt and chat template
-    task = render(task, tokenizer, cfg.chat_template, cfg.system_prompt)
-    eval_task = render(eval_task, tokenizer, cfg.chat_template, cfg.system_prompt) if eval_task else None
+def prepare(cfg: Config, d: Dist) -> tuple[Components, RunPaths, StatusFile, int]:
+    """Refusable checks first, then the run directory. Returns (components, paths, status, first step).
+
+    With several processes rank 0 alone checks, creates and writes the run directory; each
+    `d.agreed()` block ends with every rank knowing whether any refused (then all exit 2)."""
+    paths, lock = RunPaths(cfg.run_dir), None
+    with d.agreed():
+        if d.writer:
+            check_run_dir(cfg)
+            lock = claim(cfg, paths) if cfg.resume else None  # a resume fails fast; a new run claims below
+    with d.agreed():
+        reward_fns = build_rewards(cfg)
+        task, eval_task = build_tasks(cfg)  # every row checked: bad data stops here
+        device = d.device or pick_device(cfg.device)
+        seed_everything(cfg.seed)
+        policy, tokenizer, builtin = load_policy(cfg.model, cfg.seed, device, cfg.dtype, cfg.gradient_checkpointing,
+                                                 cfg.lora_r, cfg.lora_alpha, cfg.lora_target_modules)
+        # prompts as the model sees them: system prompt and chat template
+        task = render(task, tokenizer, cfg.chat_template, cfg.system_prompt)
+        eval_task = render(eval_task, tokenizer, cfg.chat_template, cfg.system_prompt) if eval_task else None
 
     # --- from here on the run directory exists ---
-    lock = lock or claim(cfg, paths)
-    log = open_log(paths)
-    write_json_atomic(paths.config, cfg.run_record())
+    with d.agreed():
+        if d.writer:
+            lock = lock or claim(cfg, paths)
+    log = open_log(paths) if d.writer else rank_log(d.rank)
+    if d.writer:
+        write_json_atomic(paths.config, cfg.run_record())
     status = StatusFile(paths.status, name=cfg.name, algo=cfg.algo, model=cfg.model, task=cfg.task,
-                        total_steps=cfg.max_steps)
+                        total_steps=cfg.max_steps) if d.writer else NullStatus()
     status.update(state="starting")
 
     initial = paths.checkpoints / checkpoint.INITIAL
-    if cfg.resume and (initial / "meta.json").is_file():
-        checkpoint.load(initial, {"model": policy})
+    if d.broadcast(cfg.resume and (initial / "meta.json").is_file() if d.writer else None):
+        if d.writer:  # the others receive it below
+            checkpoint.load(initial, {"model": policy})
     else:
         if builtin and cfg.sft_steps:
             warm_start(policy, tokenizer, task.sft_pairs(cfg.seed, 4096, answers_correct=False),
                        cfg.sft_steps, device, log=log)
-        checkpoint.save(paths.checkpoints, -1, {"model": policy})
+        if d.writer:
+            checkpoint.save(paths.checkpoints, -1, {"model": policy})
+    d.sync_weights(policy)  # several processes start from rank 0's weights
     reference = frozen_copy(policy) if cfg.beta > 0 else None
     value_model = None
     if cfg.algo == "ppo":
         from trainer.value import build_value_model  # noqa: PLC0415 - only PPO has a value model
 
         value_model = build_value_model(cfg, policy, device)
+    policy = wrap(d, policy)  # DDP or FSDP with several processes; as it is on one
+    reference = wrap(d, reference, trained=False) if reference is not None else None
     params = list(policy.parameters()) + (list(value_model.parameters()) if value_model is not None else [])
     optimizer = make_optimizer(cfg, params)
-    writer = RunWriter(paths, cfg.logging, cfg.flush_seconds, cfg.compact_every)
+    writer = (RunWriter(paths, cfg.logging, cfg.flush_seconds, cfg.compact_every) if d.writer
+              else NullWriter(cfg.logging))
     comps = Components(cfg=cfg, device=device, policy=policy, tokenizer=tokenizer, reference=reference,
                        optimizer=optimizer, task=task, reward_fns=reward_fns, writer=writer, log=log,
-                       builtin_model=builtin, value_model=value_model, eval_task=eval_task, lock=lock)
+                       builtin_model=builtin, value_model=value_model, eval_task=eval_task, lock=lock, dist=d)
 
     first_step = 1
     if cfg.resume:
-        checkpoint.remove_partial(paths.checkpoints)
-        latest = checkpoint.latest(paths.checkpoints)
-        done = checkpoint.load(latest, comps.models(), optimizer) if latest else 0
-        if not latest:
+        if d.writer:
+            checkpoint.remove_partial(paths.checkpoints)
+        done = resume_latest(d, comps, paths.checkpoints)
+        if not done:
             seed_everything(cfg.seed)
         writer.truncate_after(done)
         first_step = done + 1
@@ -176,34 +194,53 @@ def train(cfg: Config) -> int:
 
         step_fn = ppo_step
     stop = StopRequested()  # before set-up: a stop during the warm start still ends as "stopped"
+    d = Dist()
     try:
-        comps, paths, status, first_step = prepare(cfg)
+        d = launch(cfg)  # joins the launcher's processes (torchrun, accelerate launch); one process: nothing
+        comps, paths, status, first_step = prepare(cfg, d)
     except BaseException:
         stop.restore()
+        d.close()
         raise
     log, writer = comps.log, comps.writer
     start = time.time()
     step = first_step - 1
     trained = sum(p.numel() for m in comps.models().values() for p in m.parameters() if p.requires_grad)
+    devices = d.gather_object(str(comps.device))
     status.update(state="running", step=step, pid=os.getpid(), trained_params=trained,
-                  device=str(comps.device))
+                  device=str(comps.device), devices=devices, world_size=d.world_size, strategy=d.strategy)
     doctor = Doctor(lr=cfg.lr, max_grad_norm=cfg.max_grad_norm, pretrained=not comps.builtin_model,
                     vocab_size=len(comps.tokenizer), trained_params=trained)
     findings: dict[str, int] = dict((status.data.get("findings") or {}))  # a resumed run keeps its count
-    halt: Finding | None = None  # a doctor finding at or above --stop-on
+    halt: Finding | None = None  # a doctor finding at or above --stop-on (found by rank 0)
+    stopping = halted = False  # agreed by every process: a stop signal / a halt seen by any of them
+    failed = False
+
+    def peer_failed(report: str) -> None:  # rank 0 stuck in a collective with a failed process (NCCL)
+        log.error("failed at step %d: %s", step, report)
+        try:
+            writer.flush()  # the completed steps' rows: the main thread is blocked, not writing
+        finally:
+            status.update(state="failed", step=step - 1, error=report)
+            os._exit(1)
+
+    peers = watch_peers(d, peer_failed)
     try:
-        bar = tqdm(total=cfg.max_steps, initial=step, desc=cfg.name, mininterval=1.0, dynamic_ncols=True)
+        bar = tqdm(total=cfg.max_steps, initial=step, desc=cfg.name, mininterval=1.0, dynamic_ncols=True,
+                   disable=not d.writer)
         for step in range(first_step, cfg.max_steps + 1):
-            if stop:  # asked to stop before this step began (e.g. during the warm start)
+            stopping, = d.any(stop)
+            if stopping:  # asked to stop before this step began (e.g. during the warm start)
                 step -= 1
                 break
-            metrics = step_fn(comps, step)
+            d.seed_step(cfg.seed, step)
+            metrics = d.combine(step_fn(comps, step))
             if comps.eval_task is not None and eval_due(step, cfg.eval_every, cfg.max_steps):
                 metrics.update(evaluate(comps))
             metrics.update(comps.timer.scalars())  # where the step went; its flush below counts in the next
             writer.log("scalars", {"step": [step], "time": [time.time()], "wall_s": [time.time() - start],
                                    **{k: [float(v)] for k, v in metrics.items()}})
-            for finding in doctor.check(step, metrics):
+            for finding in doctor.check(step, metrics) if d.writer else ():  # rank 0 has the global figures
                 writer.log("events", finding.row())
                 log.warning("doctor, step %d: %s (%s). Suggestion: %s", step, finding.message, finding.severity,
                             finding.suggestion)
@@ -218,35 +255,48 @@ def train(cfg: Config) -> int:
             bar.set_postfix(reward=f"{metrics['reward/mean']:.3f}", kl=f"{metrics.get('kl/mean', math.nan):.4f}", refresh=False)
             if step % cfg.checkpoint_every == 0 and step < cfg.max_steps:
                 writer.flush()
-                checkpoint.save(paths.checkpoints, step, comps.models(), comps.optimizer, cfg.keep_checkpoints)
-            if stop or halt:
+                save_checkpoint(d, comps, paths.checkpoints, step, cfg.keep_checkpoints)
+            stopping, halted = d.any(stop, halt)  # every process ends after the same step
+            if stopping or halted:
                 break
         bar.close()
         writer.close()
-        if halt:  # keep the checkpoint from before the damage: the weights of this step are suspect
-            reason = f"doctor ({halt.kind}, {halt.severity}) at step {halt.step}: {halt.message}"
-            status.update(state="stopped", step=step, stop_reason=reason, train_seconds=round(time.time() - start, 3))
-            log.info("stopped at step %d by --stop-on %s: %s", step, cfg.stop_on, reason)
+        if halted:  # keep the checkpoint from before the damage: the weights of this step are suspect
+            if halt is not None:
+                reason = f"doctor ({halt.kind}, {halt.severity}) at step {halt.step}: {halt.message}"
+                status.update(state="stopped", step=step, stop_reason=reason,
+                              train_seconds=round(time.time() - start, 3))
+                log.info("stopped at step %d by --stop-on %s: %s", step, cfg.stop_on, reason)
             return 0
-        checkpoint.save(paths.checkpoints, step, comps.models(), comps.optimizer, cfg.keep_checkpoints)
-        state = "stopped" if stop else "finished"
+        save_checkpoint(d, comps, paths.checkpoints, step, cfg.keep_checkpoints)
+        state = "stopped" if stopping else "finished"
         status.update(state=state, step=step, train_seconds=round(time.time() - start, 3))
         log.info("%s at step %d%s", state, step, f" (signal {stop.signal})" if stop else "")
         return 0
     except Exception as exc:  # noqa: BLE001 - any failure must reach status.json, then the caller
+        failed = True
+        peers.set()
         log.error("failed at step %d:\n%s", step, traceback.format_exc())
+        error = f"{type(exc).__name__}: {exc}"
+        if not d.writer:  # rank 0 records it; the others' collectives with this process now fail
+            d.report_failure(error)
+            return 1
         try:
             writer.flush()
         except Exception:  # noqa: BLE001 - the original error is the one to report
             log.error("could not flush logs:\n%s", traceback.format_exc())
-        error = f"{type(exc).__name__}: {exc}"
+        if d.active:  # the process that failed first (another rank's crash breaks rank 0's collectives)
+            error = d.peer_failure() or f"rank 0: {error}"
         if doctor.last_critical:  # the likely cause, found a step or more earlier
             f = doctor.last_critical
             error += f" (after the run doctor's finding at step {f.step}: {f.message}; {f.suggestion})"
         status.update(state="failed", step=step - 1, error=error)
         return 1
     finally:
+        peers.set()
         stop.restore()
         for handler in log.handlers:
             handler.close()
         log.handlers.clear()
+        if not failed:  # after a failure the group may be broken: the process just ends
+            d.close()

@@ -103,9 +103,9 @@ def with_logprobs(c, batch: Batch, policy: bool = True) -> Batch:
 def collect_batch(c, step: int, policy_logprobs: bool = True) -> Batch:
     """Sample G completions per prompt from the current policy (pi_old), score them, and take
     pi_old's (unless policy_logprobs is False) and the reference's log-probabilities once, before
-    any update."""
-    return with_logprobs(c, sample_groups(c, c.task.batch(step, c.cfg.prompts_per_step, c.cfg.seed)),
-                         policy=policy_logprobs)
+    any update. With several processes, this process's share of the step's prompts."""
+    rows = c.dist.share(c.task.batch(step, c.cfg.prompts_per_step, c.cfg.seed))
+    return with_logprobs(c, sample_groups(c, rows), policy=policy_logprobs)
 
 
 # --- dynamic sampling (DAPO) --------------------------------------------------------------------

@@ -14,6 +14,7 @@ from rundir.layout import RunLock
 from rundir.writer import RunWriter
 from trainer.config import BUILTIN_TASKS, Config, ConfigError
 from trainer.data import is_data_file, load_task_rows
+from trainer.distributed import Dist, unwrap
 from trainer.timing import PhaseTimer
 from trainer.tasks import Task, arithmetic, word_problems
 
@@ -38,10 +39,11 @@ class Components:
     eval_task: Task | None = None  # held-out prompts (eval_every > 0)
     lock: RunLock | None = None  # held while this process writes the run (rundir.layout.RunLock)
     timer: PhaseTimer = field(default_factory=PhaseTimer)  # seconds per phase of the current step
+    dist: Dist = field(default_factory=Dist)  # this process's place among several (trainer/distributed.py)
 
     def models(self) -> dict[str, torch.nn.Module]:
-        """The trained models, by checkpoint file name."""
-        out = {"model": self.policy}
+        """The trained models, by checkpoint file name (under DDP, the wrapped models)."""
+        out = {"model": unwrap(self.policy)}
         if self.value_model is not None:
             out["value"] = self.value_model
         return out

@@ -1,0 +1,260 @@
+"""Several processes: real `torchrun --nproc-per-node 2` runs on gloo (one thread each).
+
+The algorithm must not change with the world size: one update on 2 ranks leaves the weights one
+rank leaves; a 2-rank run draws the 1-rank run's prompts, numbers its groups across ranks and logs
+every completion once, from rank 0. A stop signal stops every rank; a rank that raises fails the
+run with its rank and error, and nothing waits forever.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from rundir.status import read_status
+import rewards
+from trainer import tiny
+from trainer.distributed import MERGE
+from trainer.records import LastPass
+from trainer.rollout import Rollout
+from trainer.scoring import Batch
+from trainer.objective import group_advantages
+from trainer_helpers import ROOT, documented_metrics, read_table, run_trainer
+
+pytestmark = pytest.mark.timeout(240)
+
+TINY = ["--prompts-per-step", "4", "--group-size", "4", "--sft-steps", "5", "--flush-seconds", "0"]
+ENV = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+WORKER = str(ROOT / "tests" / "distributed_worker.py")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def torchrun(*args: str, nproc: int = 2, launcher: tuple[str, ...] = ()) -> list[str]:
+    exe = Path(sys.executable).with_name("torchrun")
+    base = [str(exe)] if exe.exists() else [sys.executable, "-m", "torch.distributed.run"]
+    return [*base, "--nproc-per-node", str(nproc), *(launcher or ("--master-port", str(free_port()))), *args]
+
+
+def run(cmd: list[str], timeout: float = 180) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=timeout)
+
+
+def trainer_args(runs: Path, name: str, *args: str) -> list[str]:
+    return ["-m", "trainer", "--runs-dir", str(runs), "--name", name, *args]
+
+
+def wait_for_step(run_dir: Path, step: int, proc: subprocess.Popen, timeout: float = 120) -> dict:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        status = read_status(run_dir / "status.json") or {}
+        if status.get("step", 0) >= step:
+            return status
+        assert proc.poll() is None, "torchrun exited early"
+        time.sleep(0.1)
+    raise AssertionError(f"step {step} not reached")
+
+
+# --- the same update -------------------------------------------------------------------------
+
+
+def test_one_update_on_two_ranks_leaves_the_one_rank_weights(tmp_path):
+    single = run([sys.executable, WORKER, "update", str(tmp_path)])
+    assert single.returncode == 0, single.stderr[-3000:]
+    double = run(torchrun(WORKER, "update", str(tmp_path)))
+    assert double.returncode == 0, double.stderr[-3000:]
+    initial = tiny.build_model(tiny.build_tokenizer(), seed=0).state_dict()
+    for aggregation in ("sequence", "token", "constant"):  # sequence with truncated responses masked
+        one = torch.load(tmp_path / f"single-{aggregation}.pt")
+        for strategy in ("ddp", "fsdp"):
+            two = torch.load(tmp_path / f"{strategy}-{aggregation}.pt")
+            assert two["grad_norm"] == pytest.approx(one["grad_norm"], rel=1e-5)  # the global norm, clipped
+            assert set(two["weights"]) == set(one["weights"])
+            for name, weight in one["weights"].items():
+                assert torch.allclose(two["weights"][name], weight, atol=1e-5, rtol=0), (strategy, aggregation, name)
+        assert max((one["weights"][k] - initial[k]).abs().max() for k in one["weights"]) > 1e-4  # it moved
+
+
+def test_rank_0_merges_ranks_of_different_widths():
+    """Each rank pads its completions to its own longest; rank 0's merge pads to the longest of all,
+    and a figure averaged over real tokens (entropy) must not see the padding."""
+    def batch(width: int, prompt_id: str) -> Batch:
+        mask = torch.ones(2, width)
+        rollout = Rollout(torch.ones(2, 3 + width, dtype=torch.long), torch.ones(2, 3 + width, dtype=torch.long), 3,
+                          mask.long(), torch.tensor([False, True]), ["a", "b"], generation_s=width / 10)
+        return Batch(rows=[{"prompt_id": prompt_id, "prompt": "1+1="}], group_size=2, rollout=rollout, mask=mask,
+                     scores=rewards.Scores(total=[1.0, 0.0], per_reward={"correctness": [1.0, 0.0]}),
+                     totals=torch.tensor([1.0, 0.0]), old_logp=torch.zeros(2, width),
+                     entropy=torch.full((2, width), 0.5), ref_logp=None)
+
+    merged = MERGE["batch"]([batch(2, "rank0"), batch(5, "rank1")])
+    assert merged.mask.shape == (4, 5) and merged.mask.sum() == 2 * 2 + 2 * 5
+    assert [r["prompt_id"] for r in merged.rows] == ["rank0", "rank1"]  # global group 1 is rank 1's group 0
+    assert float((merged.entropy * merged.mask).sum() / merged.mask.sum()) == pytest.approx(0.5)
+    assert merged.rollout.generation_s == pytest.approx(0.5)  # the slower rank
+    last = MERGE["last"]([LastPass.like(torch.zeros(2, 2)), LastPass.like(torch.zeros(2, 5))])
+    assert last.ratio.shape == (4, 5) and last.clipped_low.dtype == torch.bool
+
+
+# --- a short run -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """The same seed and global batch: 2 steps on 2 ranks ("two"), and on one process ("one")."""
+    runs = tmp_path_factory.mktemp("runs")
+    args = ["--max-steps", "2", *TINY, "--seed", "5"]
+    two = run(torchrun(*trainer_args(runs, "two", *args)))
+    assert two.returncode == 0, two.stderr[-3000:]
+    one = run_trainer(runs, "one", *args)
+    assert one.returncode == 0, one.stderr[-3000:]
+    return runs
+
+
+def test_status_names_the_world(runs):
+    status = read_status(runs / "two" / "status.json")
+    assert status["state"] == "finished" and status["step"] == 2
+    assert status["world_size"] == 2 and status["strategy"] == "ddp" and status["devices"] == ["cpu", "cpu"]
+    one = read_status(runs / "one" / "status.json")
+    assert one["world_size"] == 1 and one["strategy"] is None and one["devices"] == ["cpu"]
+    assert json.loads((runs / "two" / "config.json").read_text())["strategy"] == "ddp"
+
+
+def test_every_completion_once_with_global_groups(runs):
+    samples = read_table(runs / "two", "samples")
+    assert len(samples) == 2 * 4 * 4  # steps x prompts_per_step x G
+    for step, rows in samples.groupby("step"):
+        assert sorted(rows["group"].unique()) == [0, 1, 2, 3]  # rank 1's local groups 0, 1 are 2, 3
+    for _, g in samples.groupby(["step", "group"]):
+        assert sorted(g["sample_idx"]) == [0, 1, 2, 3] and g["prompt_id"].nunique() == 1
+        rewards = torch.tensor([g["reward"].tolist()], dtype=torch.float64)
+        assert g["advantage"].tolist() == pytest.approx(group_advantages(rewards).advantages[0].tolist(), abs=1e-6)
+
+
+def test_same_prompts_as_one_process(runs):
+    def prompts(name):
+        s = read_table(runs / name, "samples")
+        return s.groupby(["step", "group"])["prompt_id"].first().to_dict()
+
+    assert prompts("two") == prompts("one")
+
+
+def test_scalars_are_global(runs):
+    scalars = read_table(runs / "two", "scalars").set_index("step")
+    samples = read_table(runs / "two", "samples")
+    written = {c for c in scalars.columns if c not in ("time", "wall_s")}
+    assert written == documented_metrics("grpo", rewards=["correctness"])
+    assert scalars[sorted(written)].notna().all().all()
+    for step, rows in samples.groupby("step"):
+        assert scalars.loc[step, "reward/mean"] == pytest.approx(rows["reward"].mean())
+        assert scalars.loc[step, "completion/length_mean"] == pytest.approx(rows["length"].mean())
+        assert scalars.loc[step, "groups/kept"] == 4
+    histograms = read_table(runs / "two", "histograms").set_index("step")
+    tokens = histograms["tokens"]
+    assert (histograms["counts"].map(sum) == tokens).all()
+    # 4 passes over every completion token of both ranks
+    assert (tokens == samples.groupby("step")["length"].sum() * 4).all()
+    clipped = histograms["clipped_low"] + histograms["clipped_high"]
+    assert (scalars["clip/total"] * tokens).round().astype(int).tolist() == clipped.tolist()
+    assert sorted(read_table(runs / "two", "tokens")["group"].unique()) == [0, 1]  # token_detail_groups 2
+
+
+# --- refusals ------------------------------------------------------------------------------------
+
+
+def test_refusal_on_rank_0_stops_every_rank_with_one_line(runs):
+    result = run(torchrun(*trainer_args(runs, "two", "--max-steps", "2", *TINY)))
+    assert result.returncode != 0
+    lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1 and lines[0].startswith("error: name: a run named 'two' already exists")
+    assert "exitcode  : 2" in result.stderr
+    assert read_status(runs / "two" / "status.json")["state"] == "finished"  # untouched
+
+
+def test_prompts_must_divide_among_ranks(tmp_path):
+    result = run(torchrun(*trainer_args(tmp_path, "odd", "--max-steps", "1", *TINY, "--prompts-per-step", "5")))
+    lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert lines == ["error: prompts_per_step: must be divisible by the number of processes (2), so each takes "
+                     "whole groups, got 5"]
+    assert not (tmp_path / "odd").exists()
+
+
+# --- shutdown ------------------------------------------------------------------------------------
+
+
+def test_sigterm_stops_every_rank_then_resumes_on_another_strategy(tmp_path):
+    cmd = torchrun(*trainer_args(tmp_path, "term", "--max-steps", "500", *TINY, "--strategy", "fsdp",
+                                 "--flush-seconds", "30"))
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_for_step(tmp_path / "term", 3, proc)
+    proc.send_signal(signal.SIGTERM)  # to the launcher, which passes it to every rank
+    proc.wait(timeout=60)
+    status = read_status(tmp_path / "term" / "status.json")
+    assert status["state"] == "stopped" and status["strategy"] == "fsdp"
+    assert "stop_reason" not in status and status["findings"] == {}  # the signal stopped it, not the doctor
+    step = status["step"]
+    assert read_table(tmp_path / "term", "scalars")["step"].tolist() == list(range(1, step + 1))
+    assert (tmp_path / "term" / "checkpoints" / f"step-{step:08d}" / "meta.json").is_file()
+
+    # the FSDP checkpoint holds whole weights: two DDP ranks continue it
+    result = run(torchrun(*trainer_args(tmp_path, "term", "--resume", "--strategy", "ddp",
+                                        "--max-steps", str(step + 2))))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert read_status(tmp_path / "term" / "status.json")["state"] == "finished"
+    assert read_table(tmp_path / "term", "scalars")["step"].tolist() == list(range(1, step + 3))
+    assert len(read_table(tmp_path / "term", "samples")) == (step + 2) * 16
+
+
+def test_a_rank_that_raises_fails_the_run_and_nobody_waits(tmp_path):
+    start = time.time()
+    result = run(torchrun(WORKER, "raise", "1", "2", *trainer_args(tmp_path, "crash", "--max-steps", "50", *TINY)[2:]),
+                 timeout=120)
+    assert result.returncode != 0
+    assert time.time() - start < 90  # both processes ended (their collective failed), not a timeout
+    status = read_status(tmp_path / "crash" / "status.json")
+    assert status["state"] == "failed" and status["step"] == 1
+    assert status["error"] == "rank 1: RuntimeError: boom on rank 1 at step 2"
+    assert read_table(tmp_path / "crash", "scalars")["step"].tolist() == [1]
+
+
+def test_rank_0_records_a_failure_even_while_stuck_in_a_collective(tmp_path):
+    """As with NCCL, where a collective with a failed process waits instead of failing: rank 1
+    reports a failure and hangs; rank 0's watcher records it and ends rank 0 within seconds."""
+    start = time.time()
+    result = run(torchrun(WORKER, "hang", "1", "2",
+                          *trainer_args(tmp_path, "stuck", "--max-steps", "50", *TINY)[2:]), timeout=120)
+    assert result.returncode != 0 and time.time() - start < 45  # not the 600 s collective timeout
+    status = read_status(tmp_path / "stuck" / "status.json")
+    assert status["state"] == "failed" and status["error"] == "rank 1: RuntimeError: stuck on purpose"
+    assert read_table(tmp_path / "stuck", "scalars")["step"].tolist() == [1]
+
+
+# --- two machines ----------------------------------------------------------------------------------
+
+
+def test_two_nodes_on_localhost(tmp_path):
+    port = str(free_port())
+    procs = [subprocess.Popen(torchrun(*trainer_args(tmp_path, "nodes", "--max-steps", "2", *TINY), nproc=1,
+                                       launcher=("--nnodes", "2", "--node-rank", str(rank),
+                                                 "--rdzv-endpoint", f"localhost:{port}")),
+                              cwd=ROOT, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+             for rank in (0, 1)]
+    for proc in procs:
+        _, err = proc.communicate(timeout=180)
+        assert proc.returncode == 0, err[-3000:]
+    status = read_status(tmp_path / "nodes" / "status.json")
+    assert status["state"] == "finished" and status["world_size"] == 2
+    assert len(read_table(tmp_path / "nodes", "samples")) == 2 * 4 * 4
