@@ -16,10 +16,10 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from app_helpers import page_alone, rerun
 from rundir.layout import RunPaths, visible_parts
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = ROOT / "dashboard" / "app_pages"
 # Rewards with a spread in every group: correctness is rare for an untrained model, a length
 # penalty is not.
 FIXTURE_CONFIG = (
@@ -29,18 +29,7 @@ FIXTURE_CONFIG = (
 
 
 def page(name: str, lang: str = "en") -> AppTest:
-    at = AppTest.from_file(str(PAGES / f"{name}.py"), default_timeout=60)
-    if lang != "en":
-        at.session_state["lang"] = lang
-    at.run()
-    assert not at.exception, [e.message for e in at.exception]
-    return at
-
-
-def rerun(at: AppTest) -> AppTest:
-    at.run()
-    assert not at.exception, [e.message for e in at.exception]
-    return at
+    return page_alone(name, lang)
 
 
 def text_of(at: AppTest) -> str:

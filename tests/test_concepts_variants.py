@@ -13,6 +13,7 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
+from app_helpers import page_alone, rerun
 from dashboard import i18n
 from dashboard.concepts import quiz, variants
 from trainer.objective import group_advantages, grpo_loss, mask_truncated
@@ -23,18 +24,7 @@ PAGE = ROOT / "dashboard" / "app_pages" / "grpo_variants.py"
 
 
 def page(lang: str = "en") -> AppTest:
-    at = AppTest.from_file(str(PAGE), default_timeout=90)
-    if lang != "en":
-        at.session_state["lang"] = lang
-    at.run()
-    assert not at.exception, [e.message for e in at.exception]
-    return at
-
-
-def rerun(at: AppTest) -> AppTest:
-    at.run()
-    assert not at.exception, [e.message for e in at.exception]
-    return at
+    return page_alone("grpo_variants", lang, timeout=90)
 
 
 def lines(at: AppTest) -> list[str]:

@@ -3,19 +3,18 @@ copies of them: the page shows what it can, says what is wrong, and never shows 
 
 import json
 import shutil
-from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from app_helpers import APP, charts, html_bodies, open_page, texts
+
 from rundir.layout import RunPaths, part_name, visible_parts, write_json_atomic
 from rundir.writer import TableWriter
 from trainer_helpers import start_trainer, wait_trainers
 
-ROOT = Path(__file__).resolve().parent.parent
-APP = str(ROOT / "dashboard" / "app.py")
 FLAGS = ["--prompts-per-step", "4", "--sft-steps", "20", "--group-size", "4"]
 
 
@@ -77,31 +76,7 @@ def runs(tmp_path_factory):
 @pytest.fixture
 def app(runs, monkeypatch):
     monkeypatch.setenv("GRPO_LAB_RUNS_DIR", str(runs))
-
-    def open_page(page, run=None, **state):
-        at = AppTest.from_file(APP, default_timeout=60)
-        at.run()
-        if run:
-            at.session_state["run"] = run
-        for k, v in state.items():
-            at.session_state[k] = v
-        at.switch_page(f"app_pages/{page}.py")
-        at.run()
-        assert not at.exception, [e.message for e in at.exception]
-        return at
     return open_page
-
-
-def texts(elements):
-    return " ".join(str(e.value) for e in elements)
-
-
-def html_bodies(at):
-    return " ".join(e.proto.body for e in at.get("html"))
-
-
-def charts(at):
-    return at.get("vega_lite_chart")
 
 
 # --- Runs ---------------------------------------------------------------------------------------

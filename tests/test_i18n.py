@@ -12,13 +12,13 @@ import pytest
 import yaml
 from streamlit.testing.v1 import AppTest
 
+from app_helpers import APP, open_page
 from dashboard import i18n, launch_form, launcher
 from rundir.layout import RunPaths, write_json_atomic
 from rundir.writer import TableWriter
 from trainer_helpers import start_trainer, wait_trainers
 
 ROOT = Path(__file__).resolve().parent.parent
-APP = str(ROOT / "dashboard" / "app.py")
 FILES = sorted(i18n.LOCALES.glob("*.yaml"))
 CALL = re.compile(r"""\bt\(\s*["']([A-Za-z0-9_.]+)["']""")  # t("key", ...) with a literal key
 CJK = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
@@ -130,18 +130,9 @@ def runs(tmp_path_factory):
 def zh(runs, monkeypatch):
     monkeypatch.setenv("GRPO_LAB_RUNS_DIR", str(runs))
 
-    def open_page(page, run=None, **state):
-        at = AppTest.from_file(APP, default_timeout=60)
-        at.session_state["lang"] = "zh"
-        at.run()
-        if run:
-            at.session_state["run"] = run
-        for k, v in state.items():
-            at.session_state[k] = v
-        at.switch_page(f"app_pages/{page}.py")
-        at.run()
-        return rendered(at)
-    return open_page
+    def open_in_chinese(page, run=None, **state):
+        return rendered(open_page(page, run, lang="zh", **state))
+    return open_in_chinese
 
 
 def rendered(at: AppTest) -> AppTest:

@@ -14,8 +14,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import torch
-from streamlit.testing.v1 import AppTest
 
+from app_helpers import open_page, texts
 from rundir.importers import names
 from rundir.importers import samples as sample_rows
 from rundir.reader import read_run
@@ -25,8 +25,6 @@ from trainer_helpers import read_table
 from trl_helpers import G, run_trl
 
 cli = importlib.import_module("rundir.import")  # `import` is a keyword: the module is run as python -m rundir.import
-ROOT = Path(__file__).resolve().parent.parent
-APP = str(ROOT / "dashboard" / "app.py")
 PROMPTS = ["user: What is 2+2?\nassistant:", "user: What is 3+5?\nassistant:", "user: What is 7-1?\nassistant:"]
 
 
@@ -185,33 +183,15 @@ def test_the_docstring_examples_run():
 # --- the dashboard ------------------------------------------------------------------------------
 
 
-def open_page(runs: Path, page: str, run: str | None = None, **state) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=60)
-    at.run()
-    if run:
-        at.session_state["run"] = run
-    for k, v in state.items():
-        at.session_state[k] = v
-    at.switch_page(f"app_pages/{page}.py")
-    at.run()
-    assert not at.exception, [e.message for e in at.exception]
-    assert not [e.value for e in at.error if "hit a problem" in str(e.value)]
-    return at
-
-
-def texts(elements):
-    return " ".join(str(e.value) for e in elements)
-
-
 def test_imported_runs_open_on_every_training_page(made, monkeypatch):
     monkeypatch.setenv("GRPO_LAB_RUNS_DIR", str(made["runs"]))
-    df = open_page(made["runs"], "runs").dataframe[0].value
+    df = open_page("runs").dataframe[0].value
     assert {"verl-run", "trl-imported", "trl-live"} <= set(df["name"])
-    at = open_page(made["runs"], "live", "verl-run")
+    at = open_page("live", "verl-run")
     assert "Not in a verl rollout dump" in texts(at.caption) and at.get("vega_lite_chart") and not at.warning
-    assert "Not logged by TRL" in texts(open_page(made["runs"], "live", "trl-imported").caption)
-    at = open_page(made["runs"], "groups", "verl-run", groups_mode="positive")
+    assert "Not logged by TRL" in texts(open_page("live", "trl-imported").caption)
+    at = open_page("groups", "verl-run", groups_mode="positive")
     assert "Recomputed advantages equal the logged ones" in texts(at.success)  # one function, one std_mode
-    open_page(made["runs"], "groups", "trl-imported")
-    at = open_page(made["runs"], "compare", "verl-run", cmp_runs=["verl-run", "trl-imported"])
+    open_page("groups", "trl-imported")
+    at = open_page("compare", "verl-run", cmp_runs=["verl-run", "trl-imported"])
     assert at.get("vega_lite_chart") and not math.isnan(at.dataframe[0].value["best reward"].iloc[0])

@@ -3,13 +3,12 @@ TRL itself computed and logged, then opened by the reader and by every training 
 
 import json
 import re
-from pathlib import Path
 
 import pandas as pd
 import pytest
 import torch
-from streamlit.testing.v1 import AppTest
 
+from app_helpers import ROOT, open_page, texts
 from rundir.importers import names
 from rundir.reader import TableReader, read_run
 from rundir.trl import RunDirCallback
@@ -18,8 +17,6 @@ from trainer_helpers import read_table, start_trainer, wait_trainers
 from trl_helpers import G, correct, run_trl
 
 pytest.importorskip("trl")
-ROOT = Path(__file__).resolve().parent.parent
-APP = str(ROOT / "dashboard" / "app.py")
 NATIVE = ["--prompts-per-step", "2", "--group-size", "4", "--sft-steps", "5", "--max-steps", "3"]
 
 
@@ -157,24 +154,7 @@ def test_the_docs_table_lists_every_mapped_metric():
 @pytest.fixture
 def app(made, monkeypatch):
     monkeypatch.setenv("GRPO_LAB_RUNS_DIR", str(made["runs"]))
-
-    def open_page(page, run=None, **state):
-        at = AppTest.from_file(APP, default_timeout=60)
-        at.run()
-        if run:
-            at.session_state["run"] = run
-        for k, v in state.items():
-            at.session_state[k] = v
-        at.switch_page(f"app_pages/{page}.py")
-        at.run()
-        assert not at.exception, [e.message for e in at.exception]
-        assert not [e.value for e in at.error if "hit a problem" in str(e.value)]
-        return at
     return open_page
-
-
-def texts(elements):
-    return " ".join(str(e.value) for e in elements)
 
 
 def test_runs_lists_the_trl_run_beside_the_native_one(app):
