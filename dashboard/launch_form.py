@@ -32,7 +32,7 @@ def start(values: dict[str, Any]) -> None:
         return
     st.session_state["run"] = name
     st.session_state["runs_pick_next"] = name  # the Runs page selects it on its next run
-    st.toast(t("launch.started", name=name, pid=pid))
+    st.toast(t("launch.started", name=name, pid=pid) if pid else t("launch.queued", name=name, n=launcher.max_runs()))
     st.rerun(scope="app")
 
 

@@ -24,11 +24,12 @@ from typing import Any
 
 from dashboard import access
 from rundir.layout import read_json, write_json_atomic
-from rundir.reader import check_name, read_run, run_path, tail
+from rundir.reader import check_name, list_runs, read_run, run_path, tail
 from rundir.status import ACTIVE_STATES, pid_alive
 
 ROOT = Path(__file__).resolve().parent.parent
 LAUNCH_DIR = ".launcher"  # starts with '.', so it can never be a run name
+MAX_RUNS_ENV = "GRPO_LAB_MAX_RUNS"
 _children: dict[int, subprocess.Popen] = {}  # processes this dashboard started, reaped when done
 
 
@@ -45,6 +46,7 @@ class Pending:
     started_at: float
     alive: bool
     log: str
+    queued: bool = False  # waiting for a free slot (GRPO_LAB_MAX_RUNS); started by start_queued
 
 
 @functools.lru_cache(maxsize=1)
@@ -97,7 +99,8 @@ def validate(values: dict[str, Any], runs_dir: Path) -> list[str]:
         raise LaunchError(f"rewards: unknown reward {unknown[0]!r}; registered rewards: {', '.join(rewards.available())}"
                           " (or name a function as 'package.module:function')")
     path = run_path(runs_dir, cfg.name)
-    if path.exists() or _alive_launch(runs_dir, cfg.name):
+    queued = (read_json(runs_dir / LAUNCH_DIR / f"{cfg.name}.json") or {}).get("queued")
+    if path.exists() or queued or _alive_launch(runs_dir, cfg.name):
         raise LaunchError(f"name: a run named {cfg.name!r} already exists; choose another name")
     values["name"] = cfg.name
     argv = []
@@ -126,10 +129,47 @@ def _start(runs_dir: Path, name: str, argv: list[str]) -> int:
 
 
 def launch(values: dict[str, Any], runs_dir: Path) -> tuple[str, int]:
-    """Validate, then start a new run in the background; returns (name, pid)."""
+    """Validate, then start a new run in the background; returns (name, pid). With max_runs()
+    runs already training it is queued instead (pid 0), on disk, and start_queued starts it."""
     argv = validate(values, runs_dir)
     name = argv[argv.index("--name") + 1]
+    if training(runs_dir) >= max_runs():
+        folder = runs_dir / LAUNCH_DIR
+        folder.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(folder / f"{name}.json", {"name": name, "queued": True, "argv": argv,
+                                                    "queued_at": time.time()})
+        return name, 0
     return name, _start(runs_dir, name, argv)
+
+
+def max_runs() -> int:
+    """How many runs may train at once (GRPO_LAB_MAX_RUNS, default 2: a trainer uses the cores it finds)."""
+    try:
+        return max(1, int(os.environ.get(MAX_RUNS_ENV, "2")))
+    except ValueError:
+        return 2
+
+
+def training(runs_dir: Path) -> int:
+    """Runs training now: active run directories, and launches still starting."""
+    active = {r.name for r in list_runs(runs_dir) if r.state in ACTIVE_STATES}
+    return len(active) + sum(1 for p in pending(runs_dir, active) if p.alive)
+
+
+def start_queued(runs_dir: Path) -> list[str]:
+    """Start queued launches, oldest first, while slots are free; returns the names started. The
+    queue is files in .launcher/, so it outlives a dashboard restart."""
+    started = []
+    queued = sorted((p for p in pending(runs_dir) if p.queued), key=lambda p: p.started_at)
+    for entry in queued:
+        if training(runs_dir) >= max_runs():
+            break
+        record = read_json(runs_dir / LAUNCH_DIR / f"{entry.name}.json") or {}
+        argv = record.get("argv")
+        if isinstance(argv, list) and all(isinstance(a, str) for a in argv):
+            _start(runs_dir, entry.name, argv)
+            started.append(entry.name)
+    return started
 
 
 def resume(runs_dir: Path, name: str) -> int:
@@ -214,10 +254,12 @@ def pending(runs_dir: Path, listed: set[str] | frozenset[str] = frozenset()) -> 
             continue
         record = read_json(record_path) or {}
         try:
-            pid, started = int(record.get("pid") or 0), float(record.get("started_at") or 0)
+            pid = int(record.get("pid") or 0)
+            started = float(record.get("started_at") or record.get("queued_at") or 0)
         except (TypeError, ValueError):
             pid, started = 0, 0.0
-        out.append(Pending(name, pid, started, is_trainer_of(pid, name), tail(folder / f"{name}.log", 30)))
+        out.append(Pending(name, pid, started, is_trainer_of(pid, name), tail(folder / f"{name}.log", 30),
+                           queued=bool(record.get("queued")) and not pid))
     return out
 
 

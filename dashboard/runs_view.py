@@ -30,7 +30,7 @@ def runs_frame(runs, pending) -> pd.DataFrame:
         })
     for p in pending:
         rows.append({"name": p.name, "algo": "—", "model": "—", "task": "—",
-                     "state": ui.state_label("launching" if p.alive else "failed to start"), "progress": 0.0,
+                     "state": ui.state_label("queued" if p.queued else "launching" if p.alive else "failed to start"), "progress": 0.0,
                      "step": "—", "latest reward": None, "doctor": "",
                      "started": pd.to_datetime(p.started_at, unit="s", utc=True).tz_convert(None), "duration": "—"})
     return pd.DataFrame(rows)
@@ -66,7 +66,8 @@ def actions(name: str, runs, pending) -> None:
                           width="stretch")
         cols[2].page_link("app_pages/compare.py", label=t("nav.compare"), icon="⚖️", query_params={"runs": name},
                           width="stretch")
-    state = info.state if info else ("launching" if pend and pend.alive else "failed to start")
+    state = info.state if info else ("queued" if pend and pend.queued else
+                                     "launching" if pend and pend.alive else "failed to start")
     if state in data.ACTIVE_STATES or state == "launching":
         cols[3].button(t("runs.stop"), key="stop", type="primary", width="stretch", on_click=act, args=("stop", name))
     elif state in ("stopped", "failed") and info is not None and info.config and not info.get("source"):
@@ -104,11 +105,13 @@ def options_table(config: dict) -> pd.DataFrame:
 
 
 def any_active(runs, pending) -> bool:
-    return any(r.state in data.ACTIVE_STATES for r in runs) or any(p.alive for p in pending)
+    return any(r.state in data.ACTIVE_STATES for r in runs) or any(p.alive or p.queued for p in pending)
 
 
 def render(was_active: bool) -> None:
     """The runs table and the selected run's actions; a fragment refreshed while runs are active."""
+    if launcher.start_queued(data.runs_dir()):  # a slot came free: the next queued launch starts
+        st.session_state["runs_full_rerun"] = True
     runs = data.runs()
     pending = launcher.pending(data.runs_dir(), {r.name for r in runs})
     if st.session_state.pop("runs_full_rerun", False) or (was_active and not any_active(runs, pending)):

@@ -16,7 +16,7 @@ from rundir.reader import RunInfo
 
 log = logging.getLogger("dashboard")
 STATE_ICONS = {"starting": "⏳", "running": "🟢", "finished": "✅", "stopped": "⏹️", "failed": "❌",
-               "launching": "🚀", "failed to start": "❌", "unknown": "❔"}
+               "launching": "🚀", "queued": "⏸️", "failed to start": "❌", "unknown": "❔"}
 SELECTED = "run"  # session_state key: the run last opened on any page
 
 
@@ -33,7 +33,7 @@ def guard(page: str) -> Iterator[None]:
 def state_name(state: str) -> str:
     """A run state (status.json's `state`) in the current language; an unknown one as it is."""
     names = {"starting": t("state.starting"), "running": t("state.running"), "finished": t("state.finished"),
-             "stopped": t("state.stopped"), "failed": t("state.failed"), "launching": t("state.launching"),
+             "stopped": t("state.stopped"), "failed": t("state.failed"), "launching": t("state.launching"), "queued": t("state.queued"),
              "failed to start": t("state.failed_to_start"), "unknown": t("state.unknown")}
     return names.get(state, str(state))
 

@@ -9,6 +9,7 @@ import pytest
 from dashboard import launcher
 from rundir.layout import write_json_atomic
 from rundir.reader import read_run
+from rundir.status import read_status
 
 SMALL = {"group_size": 2, "prompts_per_step": 2, "sft_steps": 1, "passes": 1, "max_new_tokens": 2,
          "token_detail_groups": 0, "flush_seconds": 0.2}
@@ -97,3 +98,24 @@ def test_launch_detached_then_stop_then_resume(tmp_path):
     assert "ended without reporting" in killed.error
     with pytest.raises(launcher.LaunchError, match="nothing to stop"):
         launcher.stop(tmp_path, name)
+
+
+def test_launches_beyond_the_limit_queue_and_start_when_a_slot_frees(tmp_path, monkeypatch):
+    monkeypatch.setenv(launcher.MAX_RUNS_ENV, "1")
+    long = {**SMALL, "max_steps": 5000}
+    first, pid = launcher.launch({**long, "name": "first"}, tmp_path)
+    second, queued_pid = launcher.launch({**long, "name": "second"}, tmp_path)
+    assert pid > 0 and queued_pid == 0  # the second waits: one run at a time
+    entries = {p.name: p for p in launcher.pending(tmp_path)}
+    assert entries["second"].queued and not entries["second"].alive
+    with pytest.raises(launcher.LaunchError, match="already exists"):
+        launcher.launch({**long, "name": "second"}, tmp_path)  # a queued name is taken
+    assert launcher.start_queued(tmp_path) == []  # no free slot yet
+    wait_for(lambda: read_status(tmp_path / "first" / "status.json"), what="the first run's status")
+    launcher.stop(tmp_path, first)
+    wait_for(lambda: not launcher.is_trainer_of(pid, first), what="the first trainer to stop")
+    assert launcher.start_queued(tmp_path) == ["second"]  # from the files: a restarted dashboard does the same
+    started = next(p for p in launcher.pending(tmp_path) if p.name == "second")
+    assert started.alive and not started.queued
+    os.killpg(started.pid, signal.SIGKILL)  # its own session: the trainer and anything it started
+    wait_for(lambda: not launcher.is_trainer_of(started.pid, "second"), what="the second trainer to end")
