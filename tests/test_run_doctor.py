@@ -89,7 +89,7 @@ def test_stop_on_compares_severities():
 
 
 def test_a_forced_divergence_is_logged_and_stop_on_stops_before_the_damage_is_saved(tmp_path):
-    args = [*SMALL, "--max-steps", "8", "--lr", "1000", "--checkpoint-every", "100"]
+    args = [*SMALL, "--max-steps", "8", "--lr", "1", "--checkpoint-every", "100"]  # the largest lr allowed
     # --stop-on none: the finding is logged; the broken weights then fail at the next sampling step
     result = run_trainer(tmp_path, "logged", *args, "--stop-on", "none")
     events = read_table(tmp_path / "logged", "events")
