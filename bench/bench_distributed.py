@@ -10,7 +10,8 @@ steps (gathering the step to rank 0, the stop-flag and loss-denominator all-redu
 waiting for the slower rank). DDP's gradient all-reduce runs inside backward, overlapped with it,
 so it is not in that figure; it is in the overhead, the 2-process step minus the half-batch step.
 
-Usage: .venv/bin/python bench/bench_distributed.py [--steps 30] [--prompts 32] [--group-size 8]
+Usage: .venv/bin/python bench/bench_distributed.py [--steps 30] [--prompts 32] [--group-size 8] [--repeats 1]
+With --repeats N the three runs are repeated in turn and each figure is the median over the N.
 Internally re-runs itself under torchrun with --worker to time the collectives.
 """
 
@@ -116,13 +117,20 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--prompts", type=int, default=32, help="global prompts per step (even)")
     parser.add_argument("--group-size", type=int, default=8)
+    parser.add_argument("--repeats", type=int, default=1)
     args = parser.parse_args()
+    load = [os.getloadavg()[0]]
+    trials: dict[str, list[dict]] = {"one": [], "half": [], "two": []}
     with tempfile.TemporaryDirectory() as runs:
-        rows = [run(runs, "one", args.prompts, args, 1), run(runs, "half", args.prompts // 2, args, 1),
-                run(runs, "two", args.prompts, args, 2)]
+        for r in range(args.repeats):
+            trials["one"].append(run(runs, f"one-{r}", args.prompts, args, 1))
+            trials["half"].append(run(runs, f"half-{r}", args.prompts // 2, args, 1))
+            trials["two"].append(run(runs, f"two-{r}", args.prompts, args, 2))
+            load.append(os.getloadavg()[0])
+    rows = [{k: statistics.median(t[k] for t in ts) for k in ts[0]} for ts in trials.values()]
     one, half, two = rows
-    print(f"tiny model, {args.steps} steps, G={args.group_size}, one thread per process, "
-          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the end")
+    print(f"tiny model, {args.steps} steps, G={args.group_size}, one thread per process, {os.cpu_count()} CPUs; "
+          f"median of {args.repeats} run(s) each; 1-minute load average {min(load):.1f}-{max(load):.1f}")
     print(f"{'processes':>9} {'prompts/step':>12} {'s/step':>8} {'completions/s':>13} {'generation s':>12} "
           f"{'update s':>9}")
     for r in rows:
