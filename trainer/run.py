@@ -198,9 +198,12 @@ def train(cfg: Config) -> int:
     try:
         d = launch(cfg)  # joins the launcher's processes (torchrun, accelerate launch); one process: nothing
         comps, paths, status, first_step = prepare(cfg, d)
-    except BaseException:
+    except ConfigError:  # every process refused together: the group is intact
         stop.restore()
         d.close()
+        raise
+    except BaseException:
+        stop.restore()
         raise
     log, writer = comps.log, comps.writer
     start = time.time()
