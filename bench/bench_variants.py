@@ -7,7 +7,8 @@ makes fewer updates from the same sampling. Then every held-out prompt (20 % of 
 prompts) is answered greedily, before and after training. One row per run:
 
     variant, seed, held-out accuracy start -> end, groups/frac_zero_std (mean, first 5 steps ->
-    last 5), updates, completions sampled / trained on, sampling rounds, wall seconds
+    last 5), sampled reward and truncated share (first 5 -> last 5 steps), updates, completions
+    sampled / trained on, sampling rounds, wall seconds
 
 Each run is its own process (one model in memory at a time), calling the trainer's own set-up,
 `grpo_step` and evaluation. Needs the offline model (make smollm2).
@@ -46,6 +47,7 @@ NOT_A_STEP_BOUND = 100_000  # the budget stops the loop, not max_steps
 def one_run(variant: str, seed: int, budget: int, runs: str) -> dict:
     """Train one variant to the budget in this process; returns its figures."""
     from trainer.config import from_dict, read_config_file
+    from trainer.distributed import Dist
     from trainer.evaluate import evaluate
     from trainer.grpo import grpo_step
     from trainer.run import prepare
@@ -53,7 +55,7 @@ def one_run(variant: str, seed: int, budget: int, runs: str) -> dict:
     values = {**read_config_file(str(RECIPE)), **VARIANTS[variant]}
     cfg = from_dict({**values, "seed": seed, "runs_dir": runs, "name": f"{variant}-s{seed}", "logging": "scalars",
                      "eval_every": 0, "eval_prompts": 0, "max_steps": NOT_A_STEP_BOUND})
-    comps, _, status, step = prepare(cfg)
+    comps, _, status, step = prepare(cfg, Dist())  # one process
     start_eval = evaluate(comps)
     G = cfg.group_size
     sampled = trained = 0
@@ -89,9 +91,11 @@ def row(r: dict) -> str:
     zero = [s["groups/frac_zero_std"] for s in r["per_step"]]
     rounds = [s["groups/sampling_rounds"] for s in r["per_step"]]
     reward = [s["reward/mean"] for s in r["per_step"]]
+    cut = [s["completion/truncated_frac"] for s in r["per_step"]]
     return (f"| {r['variant']} | {r['seed']} | {r['acc_start']:.3f} → {r['acc_end']:.3f} | "
             f"{mean(zero):.2f} ({mean(zero[:5]):.2f} → {mean(zero[-5:]):.2f}) | "
-            f"{mean(reward[:5]):.2f} → {mean(reward[-5:]):.2f} | {r['updates']} | "
+            f"{mean(reward[:5]):.2f} → {mean(reward[-5:]):.2f} | {mean(cut[:5]):.2f} → {mean(cut[-5:]):.2f} | "
+            f"{r['updates']} | "
             f"{r['sampled']} / {r['trained']} | {mean(rounds):.2f} (max {max(rounds):.0f}) | {r['wall_s']:.0f} |")
 
 
@@ -102,6 +106,8 @@ def main() -> None:
     parser.add_argument("--variants", default="chapter,dynamic,mask_truncated",
                         help=f"comma-separated, of {', '.join(VARIANTS)}")
     parser.add_argument("--json", type=Path, help="also write every run's figures, per step, to this file")
+    parser.add_argument("--threads", type=int, help="OMP_NUM_THREADS of every run (default: torch's own); on a "
+                        "machine shared with other jobs 1 can be twice as fast as 2")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # internal: run one variant, print its JSON
     args = parser.parse_args()
     if args.one:
@@ -118,7 +124,8 @@ def main() -> None:
             began = time.time()
             done = subprocess.run([sys.executable, __file__, "--one", variant, "--seeds", str(seed),
                                    "--budget", str(args.budget)], cwd=ROOT, stdout=subprocess.PIPE, text=True,
-                                  env={**os.environ, "PYTHONPATH": str(ROOT)})  # its log goes to our stderr
+                                  env={**os.environ, "PYTHONPATH": str(ROOT),  # its log goes to our stderr
+                                       **({"OMP_NUM_THREADS": str(args.threads)} if args.threads else {})})
             line = next((ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")), None)
             if done.returncode != 0 or line is None:
                 sys.exit(f"{variant} seed {seed} failed (its log is above)")
@@ -130,9 +137,9 @@ def main() -> None:
     print(f"\nbudget {args.budget} sampled completions per run; held-out accuracy over "
           f"{results[0]['eval_prompts']} prompts, greedy (one prompt = {1 / results[0]['eval_prompts']:.3f})\n")
     print("| variant | seed | held-out accuracy start → end | groups/frac_zero_std mean (first 5 → last 5 steps) "
-          "| sampled reward first 5 → last 5 steps | updates | completions sampled / trained | sampling rounds "
-          "per step | train wall s |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "| sampled reward first 5 → last 5 steps | truncated first 5 → last 5 | updates "
+          "| completions sampled / trained | sampling rounds per step | train wall s |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         print(row(r))
 
