@@ -127,6 +127,11 @@ class RunLock:
         self._fd = fd
         return True
 
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing the descriptor drops the flock
+            self._fd = None
+
     def holder(self) -> str:
         """The pid written by the holder ('' when unknown)."""
         try:

@@ -112,11 +112,13 @@ def claim(cfg: Config, paths: RunPaths) -> RunLock:
     return lock
 
 
-def prepare(cfg: Config, d: Dist) -> tuple[Components, RunPaths, StatusFile, int]:
+def prepare(cfg: Config, d: Dist | None = None) -> tuple[Components, RunPaths, StatusFile, int]:
     """Refusable checks first, then the run directory. Returns (components, paths, status, first step).
 
     With several processes rank 0 alone checks, creates and writes the run directory; each
-    `d.agreed()` block ends with every rank knowing whether any refused (then all exit 2)."""
+    `d.agreed()` block ends with every rank knowing whether any refused (then all exit 2).
+    Without `d`: one process, as `python -m trainer` and the benchmarks run."""
+    d = d or Dist()
     paths, lock = RunPaths(cfg.run_dir), None
     with d.agreed():
         if d.writer:
@@ -301,5 +303,7 @@ def train(cfg: Config) -> int:
         for handler in log.handlers:
             handler.close()
         log.handlers.clear()
+        if comps.lock is not None:
+            comps.lock.release()  # the process may go on (train() called from Python): free the run
         if not failed:  # after a failure the group may be broken: the process just ends
             d.close()
