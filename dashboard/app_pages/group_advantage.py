@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard.concepts import group, run_picker
-from dashboard.concepts.from_run import group_rewards, split_groups
+from dashboard.concepts.from_run import group_rewards
 from dashboard.i18n import t
 
 st.title(t("group.title"))
@@ -57,14 +57,9 @@ if source == "demo":
         st.caption(t("group.sample_note"))
 else:
     run = run_picker.pick_run("group", algos=("grpo",))
-    picked = run_picker.pick_step_rows(run, "samples", "group") if run else None
+    picked = run_picker.pick_group(run, "group", "group_pick") if run else None
     if picked:
-        step, rows = picked
-        groups = split_groups(rows)
-        labels = [label for label, _ in groups]
-        with_signal = [i for i, (_, rows) in enumerate(groups) if (rows["advantage"].fillna(0) != 0).any()]
-        label = st.selectbox(t("run.group"), labels, index=with_signal[0] if with_signal else 0, key="group_pick")
-        members = dict(groups)[label if label in labels else labels[0]]
+        step, _, label, members = picked
         std_mode = str((run.config or {}).get("std_mode", "group"))
         st.caption(t("run.config", std_mode=std_mode, eps=(run.config or {}).get("epsilon", "?"),
                      eps_high=(run.config or {}).get("epsilon_high"), G=(run.config or {}).get("group_size", len(members))))

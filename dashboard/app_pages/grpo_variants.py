@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard.concepts import quiz, run_picker, variants
-from dashboard.concepts.from_run import read_table, split_groups
+from dashboard.concepts.from_run import read_table
 from dashboard.i18n import lang, t
 
 st.title(t("var.title"))
@@ -63,19 +63,14 @@ if source == "demo":
         st.caption(t("var.truncated_note", max_len=variants.MAX_LEN))
 else:
     run = run_picker.pick_run("var", algos=("grpo",))
-    picked = run_picker.pick_step_rows(run, "samples", "var") if run else None
+    picked = run_picker.pick_group(run, "var", "var_group") if run else None
     if picked:
-        step, rows = picked
-        groups = split_groups(rows)
-        labels = [label for label, _ in groups]
-        with_signal = [i for i, (_, g) in enumerate(groups) if (g["advantage"].fillna(0) != 0).any()]
-        label = st.selectbox(t("run.group"), labels, index=with_signal[0] if with_signal else 0, key="var_group")
-        members = dict(groups)[label if label in labels else labels[0]]
+        step, groups, label, members = picked
         trained = [g for lab, g in groups if lab != label and not g.get("dropped", pd.Series([False])).any()]
         others = [[float(r) for r in g["reward"].fillna(float("nan"))] for g in trained]  # batch std's step
         tokens = read_table(run.path, "tokens", step=step).frame
         mine = tokens[tokens["group"] == members["group"].iloc[0]] if "group" in tokens else None
-        group = variants.run_group(members, int(run.config.get("max_new_tokens") or 1), mine, others)
+        group = variants.run_group(members, int((run.config or {}).get("max_new_tokens") or 1), mine, others)
         st.markdown(t("var.run_intro", step=step, max_len=group.max_len))
         if mine is None or not len(mine):
             st.caption(t("var.run_no_tokens"))

@@ -67,3 +67,19 @@ def pick_step_rows(run: RunInfo, table: str, key: str) -> tuple[int, pd.DataFram
         st.info(t("run.no_samples" if table == "samples" else "run.no_tokens"))
         return None
     return int(step), rows
+
+
+def pick_group(run: RunInfo, key: str, group_key: str) -> tuple[int, list[tuple[str, pd.DataFrame]], str,
+                                                                  pd.DataFrame] | None:
+    """A step, then one of its groups (starting on one with a learning signal):
+    (step, every group of the step as (label, rows), the chosen label, its rows)."""
+    picked = pick_step_rows(run, "samples", key)
+    if not picked:
+        return None
+    step, rows = picked
+    groups = from_run.split_groups(rows)
+    labels = [label for label, _ in groups]
+    with_signal = [i for i, (_, g) in enumerate(groups) if (g["advantage"].fillna(0) != 0).any()]
+    label = st.selectbox(t("run.group"), labels, index=with_signal[0] if with_signal else 0, key=group_key)
+    label = label if label in labels else labels[0]
+    return step, groups, label, dict(groups)[label]
