@@ -38,6 +38,7 @@ VARIANTS = {
     "chapter": {},
     "dynamic": {"dynamic_sampling": True, "dynamic_sampling_rounds": 4},
     "mask_truncated": {"mask_truncated": True},
+    "mask_truncated_dynamic": {"mask_truncated": True, "dynamic_sampling": True, "dynamic_sampling_rounds": 4},
     "dr_grpo": {"std_mode": "none", "loss_aggregation": "constant"},
     "batch_std": {"std_mode": "batch"},
 }
