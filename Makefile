@@ -4,9 +4,12 @@ STAMP := .venv/.installed
 
 .PHONY: dashboard test setup system-deps smollm2
 
-$(STAMP): requirements.txt
+# the package itself goes in editable (its console commands: grpo-lab-train, grpo-lab-dashboard,
+# grpo-lab-import), built with the pinned setuptools, so nothing is downloaded but the pins
+$(STAMP): requirements.txt requirements-test.txt pyproject.toml
 	test -x $(PY) || python3 -m venv .venv
-	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q -r requirements.txt -r requirements-test.txt
+	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -20,7 +23,7 @@ smollm2: $(STAMP)
 	bash scripts/get-smollm2.sh
 
 dashboard: $(STAMP)
-	$(PY) -m streamlit run dashboard/app.py --server.address localhost --server.headless true
+	.venv/bin/grpo-lab-dashboard
 
 test: $(STAMP) system-deps
 	$(PY) -m pip install -q -r requirements-trl.txt

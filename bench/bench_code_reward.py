@@ -4,7 +4,7 @@
     .venv/bin/python bench/bench_code_reward.py --workers 1   # one sandbox at a time
 
 Each completion is an MBPP-sized function with 3 asserts, run in its own sandboxed process
-(see rewards/sandbox.py). Three mixes: all correct; half wrong or crashing (a realistic early
+(see grpo_lab/rewards/sandbox.py). Three mixes: all correct; half wrong or crashing (a realistic early
 group); and a group with one infinite loop, which costs the full timeout.
 """
 
@@ -18,8 +18,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import rewards  # noqa: E402
-from rewards.sandbox import resolve_isolation  # noqa: E402
+from grpo_lab import rewards  # noqa: E402
+from grpo_lab.rewards.sandbox import resolve_isolation  # noqa: E402
 
 TESTS = [
     "assert is_prime(2)",

@@ -27,8 +27,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from rundir.layout import SCHEMA_VERSION, RunPaths, write_json_atomic  # noqa: E402
-from rundir.writer import RunWriter  # noqa: E402
+from grpo_lab.rundir.layout import SCHEMA_VERSION, RunPaths, write_json_atomic  # noqa: E402
+from grpo_lab.rundir.writer import RunWriter  # noqa: E402
 
 STEPS, GROUP, PROMPTS = 10_000, 10, 10  # 100 sample rows a step
 TOKEN_GROUPS, TOKENS = 2, 4
@@ -138,7 +138,7 @@ def app(runs_dir: Path):
     os.environ["GRPO_LAB_RUNS_DIR"] = str(runs_dir)
     from streamlit.testing.v1 import AppTest
 
-    at = AppTest.from_file(str(ROOT / "dashboard" / "app.py"), default_timeout=120)
+    at = AppTest.from_file(str(ROOT / "grpo_lab" / "dashboard" / "app.py"), default_timeout=120)
     at.run()
     return at
 
@@ -197,7 +197,7 @@ def browser_load(runs_dir: Path, names: list[str]) -> dict[str, float]:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env = {**os.environ, "GRPO_LAB_RUNS_DIR": str(runs_dir)}
-    server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "dashboard" / "app.py"),
+    server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "grpo_lab" / "dashboard" / "app.py"),
                                "--server.port", str(port), "--server.headless", "true",
                                "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
                               cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

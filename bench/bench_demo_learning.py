@@ -1,6 +1,6 @@
 """Benchmark: the default demo run learns. Goal: reward moving average from <= 0.35 to >= 0.8 in <= 3 min.
 
-Runs `python -m trainer` with its defaults (the built-in demo) in a temporary runs folder and
+Runs `python -m grpo_lab.trainer` with its defaults (the built-in demo) in a temporary runs folder and
 prints the reward curve summary. Usage: .venv/bin/python bench/bench_demo_learning.py [--seed N]
 """
 
@@ -17,7 +17,7 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from rundir.layout import RunPaths, visible_parts  # noqa: E402
+from grpo_lab.rundir.layout import RunPaths, visible_parts  # noqa: E402
 
 WINDOW = 20
 
@@ -28,7 +28,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as runs:
         start = time.time()
-        subprocess.run([sys.executable, "-m", "trainer", "--runs-dir", runs, "--name", "demo", "--seed",
+        subprocess.run([sys.executable, "-m", "grpo_lab.trainer", "--runs-dir", runs, "--name", "demo", "--seed",
                         str(args.seed)], cwd=ROOT, check=True, stderr=subprocess.DEVNULL)
         total = time.time() - start
         parts = visible_parts(RunPaths(Path(runs) / "demo").table("scalars"))

@@ -32,17 +32,17 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from rundir.layout import RunPaths, visible_parts  # noqa: E402
+from grpo_lab.rundir.layout import RunPaths, visible_parts  # noqa: E402
 COLLECTIVES = ("all_reduce", "all_gather", "all_gather_object", "gather_object", "broadcast", "broadcast_object_list",
                "barrier")
 
 
 def worker(out: str, argv: list[str]) -> int:
-    """python -m trainer ARGV with torch.distributed's calls timed from the first step on."""
+    """python -m grpo_lab.trainer ARGV with torch.distributed's calls timed from the first step on."""
     import torch.distributed as dist
 
-    import trainer.grpo
-    from trainer.__main__ import main
+    from grpo_lab.trainer import grpo as trainer_grpo
+    from grpo_lab.trainer.__main__ import main
 
     spent = {"seconds": 0.0, "calls": 0}
     depth = [0]
@@ -63,14 +63,14 @@ def worker(out: str, argv: list[str]) -> int:
 
     for name in COLLECTIVES:
         setattr(dist, name, timed(getattr(dist, name)))
-    real_step = trainer.grpo.grpo_step
+    real_step = trainer_grpo.grpo_step
 
     def step(c, s):
         if s == 1:  # set-up (model loading, warm start) is not the steady state
             spent.update(seconds=0.0, calls=0)
         return real_step(c, s)
 
-    trainer.grpo.grpo_step = step
+    trainer_grpo.grpo_step = step
     code = main(argv)
     if os.environ.get("RANK", "0") == "0":
         Path(out).write_text(json.dumps(spent))
@@ -90,7 +90,7 @@ def run(runs: str, name: str, prompts: int, args, processes: int) -> dict:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
     comm = Path(runs) / f"{name}.comm.json"
     if processes == 1:
-        cmd = [sys.executable, "-m", "trainer", *trainer_args]
+        cmd = [sys.executable, "-m", "grpo_lab.trainer", *trainer_args]
     else:
         cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(processes),
                "--master-port", str(free_port()), __file__, "--worker", str(comm), *trainer_args]

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def loop_seconds(runs: str, name: str, level: str, steps: int) -> float:
-    subprocess.run([sys.executable, "-m", "trainer", "--runs-dir", runs, "--name", name, "--logging", level,
+    subprocess.run([sys.executable, "-m", "grpo_lab.trainer", "--runs-dir", runs, "--name", name, "--logging", level,
                     "--max-steps", str(steps), "--checkpoint-every", str(steps)],
                    cwd=ROOT, check=True, stderr=subprocess.DEVNULL)
     return json.loads((Path(runs) / name / "status.json").read_text())["train_seconds"]

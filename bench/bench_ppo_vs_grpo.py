@@ -1,7 +1,7 @@
 """PPO against GRPO on the same task and seed: the chapter's claim, measured.
 
 GRPO drops the value model but samples G responses per prompt; PPO trains a value model alongside
-the policy and needs only one. Each row is one real `python -m trainer` run in its own process
+the policy and needs only one. Each row is one real `python -m grpo_lab.trainer` run in its own process
 (so peak memory is that run's own), on the built-in task, with the same seed and prompts per step:
 
     grpo        P prompts x G responses (the default demo)
@@ -36,14 +36,14 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from rundir.layout import RunPaths, read_json, visible_parts  # noqa: E402
+from grpo_lab.rundir.layout import RunPaths, read_json, visible_parts  # noqa: E402
 
 LAST = 10  # steps averaged for "reward after N steps"
 
 
 def run(runs: Path, key: str, algo: str, group_size: int, args: argparse.Namespace) -> dict:
     name = f"bench-{key}-{time.strftime('%Y%m%d-%H%M%S')}"
-    cmd = [sys.executable, "-m", "trainer", "--runs-dir", str(runs), "--name", name, "--algo", algo,
+    cmd = [sys.executable, "-m", "grpo_lab.trainer", "--runs-dir", str(runs), "--name", name, "--algo", algo,
            "--seed", str(args.seed), "--max-steps", str(args.steps), "--prompts-per-step", str(args.prompts_per_step),
            "--group-size", str(group_size), "--logging", "scalars", "--checkpoint-every", str(args.steps + 1),
            *args.extra]

@@ -39,10 +39,10 @@ def main() -> None:
 
     import torch
 
-    from trainer.config import from_dict
-    from trainer.grpo import grpo_step
-    from trainer.models import load_policy, pick_device
-    from trainer.run import prepare
+    from grpo_lab.trainer.config import from_dict
+    from grpo_lab.trainer.grpo import grpo_step
+    from grpo_lab.trainer.models import load_policy, pick_device
+    from grpo_lab.trainer.run import prepare
 
     device = pick_device(args.device)
     start, cpu = time.perf_counter(), time.process_time()

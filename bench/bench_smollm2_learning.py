@@ -1,6 +1,6 @@
 """Benchmark: SmolLM2-135M-Instruct learns word problems in a short CPU run.
 
-Trains with configs/smollm2-word-problems.yaml (40 steps, G=4, 4 prompts, 64 new tokens) in a
+Trains with grpo_lab/configs/smollm2-word-problems.yaml (40 steps, G=4, 4 prompts, 64 new tokens) in a
 temporary runs folder, then prints the sampled correctness per block of 5 steps, the held-out
 greedy accuracy at each evaluation, the seconds per step, and completions from the first and
 last steps. Goal: a non-zero correctness that rises. Needs scripts/get-smollm2.sh first.
@@ -22,9 +22,9 @@ import duckdb
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from rundir.layout import RunPaths, visible_parts  # noqa: E402
+from grpo_lab.rundir.layout import RunPaths, visible_parts  # noqa: E402
 
-CONFIG = ROOT / "configs" / "smollm2-word-problems.yaml"
+CONFIG = ROOT / "grpo_lab" / "configs" / "smollm2-word-problems.yaml"
 BLOCK = 5
 
 
@@ -65,7 +65,7 @@ def main() -> None:
         return
     with tempfile.TemporaryDirectory() as runs:
         start = time.time()
-        subprocess.run([sys.executable, "-m", "trainer", "--config", str(CONFIG), "--runs-dir", runs,
+        subprocess.run([sys.executable, "-m", "grpo_lab.trainer", "--config", str(CONFIG), "--runs-dir", runs,
                         "--name", f"smollm2-seed{args.seed}", "--seed", str(args.seed)],
                        cwd=ROOT, check=True, stderr=subprocess.DEVNULL)
         print(f"process wall {time.time() - start:.0f} s (model load, 40 steps, 9 evaluations)")

@@ -1,6 +1,6 @@
 """Benchmark: GRPO variants on the SmolLM2 word-problem recipe, at one compute budget.
 
-Each variant trains configs/smollm2-word-problems.yaml with the same seed until it has sampled the
+Each variant trains grpo_lab/configs/smollm2-word-problems.yaml with the same seed until it has sampled the
 same number of completions (default 640: the recipe's 40 steps x 4 prompts x G = 4). The budget
 counts sampled completions, not steps, because dynamic sampling pays for the groups it drops: it
 makes fewer updates from the same sampling. Then every held-out prompt (20 % of the task, 37
@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-RECIPE = ROOT / "configs" / "smollm2-word-problems.yaml"
+RECIPE = ROOT / "grpo_lab" / "configs" / "smollm2-word-problems.yaml"
 # Each variant: trainer options on top of the recipe. With the recipe's one pass per batch every
 # ratio is 1, so GSPO's sequence ratio and clip-higher change nothing here (not offered).
 VARIANTS = {
@@ -47,11 +47,11 @@ NOT_A_STEP_BOUND = 100_000  # the budget stops the loop, not max_steps
 
 def one_run(variant: str, seed: int, budget: int, runs: str) -> dict:
     """Train one variant to the budget in this process; returns its figures."""
-    from trainer.config import from_dict, read_config_file
-    from trainer.distributed import Dist
-    from trainer.evaluate import evaluate
-    from trainer.grpo import grpo_step
-    from trainer.run import prepare
+    from grpo_lab.trainer.config import from_dict, read_config_file
+    from grpo_lab.trainer.distributed import Dist
+    from grpo_lab.trainer.evaluate import evaluate
+    from grpo_lab.trainer.grpo import grpo_step
+    from grpo_lab.trainer.run import prepare
 
     values = {**read_config_file(str(RECIPE)), **VARIANTS[variant]}
     cfg = from_dict({**values, "seed": seed, "runs_dir": runs, "name": f"{variant}-s{seed}", "logging": "scalars",

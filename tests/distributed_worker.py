@@ -7,7 +7,7 @@
         Rank 0 saves OUT_DIR/<strategy>-<aggregation>.pt: {"weights": ..., "grad_norm": ...}.
 
     python tests/distributed_worker.py raise RANK STEP TRAINER_ARGS...
-        python -m trainer TRAINER_ARGS, except that process RANK raises in step STEP.
+        python -m grpo_lab.trainer TRAINER_ARGS, except that process RANK raises in step STEP.
 
     python tests/distributed_worker.py hang RANK STEP TRAINER_ARGS...
         The same, except that process RANK reports a failure and then hangs (as a process stuck in
@@ -24,11 +24,11 @@ from pathlib import Path
 
 import torch
 
-from trainer import tiny
-from trainer.config import Config
-from trainer.distributed import Dist, launch, unwrap, wrap
-from trainer.objective import LOSS_AGGREGATIONS, grpo_loss
-from trainer.rollout import Rollout, token_logprobs
+from grpo_lab.trainer import tiny
+from grpo_lab.trainer.config import Config
+from grpo_lab.trainer.distributed import Dist, launch, unwrap, wrap
+from grpo_lab.trainer.objective import LOSS_AGGREGATIONS, grpo_loss
+from grpo_lab.trainer.rollout import Rollout, token_logprobs
 
 B, T, MAX_LEN = 8, 6, 6  # responses, completion width, max_new_tokens
 
@@ -99,10 +99,10 @@ def main(argv: list[str]) -> int:
         d.close()
         return 0
     if argv[0] in ("raise", "hang"):
-        import trainer.grpo
-        from trainer.__main__ import main as trainer_main
+        from grpo_lab.trainer import grpo as trainer_grpo
+        from grpo_lab.trainer.__main__ import main as trainer_main
 
-        rank, step, real = int(argv[1]), int(argv[2]), trainer.grpo.grpo_step
+        rank, step, real = int(argv[1]), int(argv[2]), trainer_grpo.grpo_step
 
         def flaky(c, s):
             if c.dist.rank == rank and s == step:
@@ -115,7 +115,7 @@ def main(argv: list[str]) -> int:
                 raise RuntimeError(f"boom on rank {rank} at step {s}")
             return real(c, s)
 
-        trainer.grpo.grpo_step = flaky
+        trainer_grpo.grpo_step = flaky
         return trainer_main(argv[3:])
     raise SystemExit(f"unknown mode {argv[0]!r}")
 

@@ -12,9 +12,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dashboard import i18n
-from rundir.reader import list_runs
-from dashboard.concepts import clip, from_run, group, kl, quiz, structure, worked
+from grpo_lab.dashboard import i18n
+from grpo_lab.rundir.reader import list_runs
+from grpo_lab.dashboard.concepts import clip, from_run, group, kl, quiz, structure, worked
 
 
 # --- group advantage --------------------------------------------------------------------------

@@ -17,7 +17,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app_helpers import page_alone, rerun
-from rundir.layout import RunPaths, visible_parts
+from grpo_lab.rundir.layout import RunPaths, visible_parts
 
 ROOT = Path(__file__).resolve().parent.parent
 # Rewards with a spread in every group: correctness is rare for an untrained model, a length
@@ -51,7 +51,7 @@ def runs_dir(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("runs")
     cfg = root / "fixture.yaml"
     cfg.write_text(FIXTURE_CONFIG)
-    cmd = [sys.executable, "-m", "trainer", "--config", str(cfg), "--runs-dir", str(root), "--name", "grpo-fx",
+    cmd = [sys.executable, "-m", "grpo_lab.trainer", "--config", str(cfg), "--runs-dir", str(root), "--name", "grpo-fx",
            "--max-steps", "2", "--prompts-per-step", "2", "--group-size", "4", "--sft-steps", "0",
            "--flush-seconds", "0"]
     done = subprocess.run(cmd, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True,
@@ -195,7 +195,7 @@ def test_group_from_run_without_runs_says_how_to_make_one(no_runs):
     at = page("group_advantage")
     at.radio(key="group_source").set_value("run")
     rerun(at)
-    assert any("python -m trainer" in i.value for i in at.info)
+    assert any("python -m grpo_lab.trainer" in i.value for i in at.info)
 
 
 def test_group_from_a_damaged_run_warns(runs_dir, tmp_path, monkeypatch):
@@ -412,7 +412,7 @@ def test_language_switch_defaults_to_english_and_switches():
     def app():
         import streamlit as st
 
-        from dashboard.i18n import language_switch, t
+        from grpo_lab.dashboard.i18n import language_switch, t
 
         language_switch()
         st.title(t("group.title"))

@@ -14,13 +14,13 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from app_helpers import page_alone, rerun
-from dashboard import i18n
-from dashboard.concepts import quiz, variants
-from trainer.objective import group_advantages, grpo_loss, mask_truncated
+from grpo_lab.dashboard import i18n
+from grpo_lab.dashboard.concepts import quiz, variants
+from grpo_lab.trainer.objective import group_advantages, grpo_loss, mask_truncated
 from trainer_helpers import read_table, run_trainer
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGE = ROOT / "dashboard" / "app_pages" / "grpo_variants.py"
+PAGE = ROOT / "grpo_lab" / "dashboard" / "app_pages" / "grpo_variants.py"
 
 
 def page(lang: str = "en") -> AppTest:
@@ -192,7 +192,7 @@ def test_quiz_in_chinese(no_runs):
 
 def test_every_text_key_of_the_page_exists():
     used = set()
-    for path in (PAGE, ROOT / "dashboard" / "concepts" / "variants.py"):
+    for path in (PAGE, ROOT / "grpo_lab" / "dashboard" / "concepts" / "variants.py"):
         used |= set(re.findall(r"""\bt\(\s*f?["']([a-z0-9_.]+)["']""", path.read_text()))
     keys = ([f"var.name.{k}" for k in variants.VARIANTS]
             + [f"var.val.std.{v.std_mode}" for v in variants.VARIANTS.values()]
@@ -262,10 +262,10 @@ def test_masking_matches_the_objective_function():
 
 @pytest.mark.parametrize("key", list(variants.VARIANTS))
 def test_each_preset_file_is_the_page_variant(key):
-    from dashboard import presets
-    from trainer.config import from_dict, read_config_file
+    from grpo_lab.dashboard import presets
+    from grpo_lab.trainer.config import from_dict, read_config_file
 
-    path = ROOT / "configs" / variants.PRESET_FILES[key]
+    path = ROOT / "grpo_lab" / "configs" / variants.PRESET_FILES[key]
     values = read_config_file(str(path))
     cfg = from_dict({**values, "name": "preset", "runs_dir": str(path.parent)})
     wanted = variants.VARIANTS[key].config_values()

@@ -6,10 +6,10 @@ import time
 
 import pytest
 
-from dashboard import launcher
-from rundir.layout import write_json_atomic
-from rundir.reader import read_run
-from rundir.status import read_status
+from grpo_lab.dashboard import launcher
+from grpo_lab.rundir.layout import write_json_atomic
+from grpo_lab.rundir.reader import read_run
+from grpo_lab.rundir.status import read_status
 
 SMALL = {"group_size": 2, "prompts_per_step": 2, "sft_steps": 1, "passes": 1, "max_new_tokens": 2,
          "token_detail_groups": 0, "flush_seconds": 0.2}

@@ -11,8 +11,8 @@ from streamlit.testing.v1 import AppTest
 
 from app_helpers import APP, charts, html_bodies, open_page, texts
 
-from rundir.layout import RunPaths, part_name, visible_parts, write_json_atomic
-from rundir.writer import TableWriter
+from grpo_lab.rundir.layout import RunPaths, part_name, visible_parts, write_json_atomic
+from grpo_lab.rundir.writer import TableWriter
 from trainer_helpers import start_trainer, wait_trainers
 
 FLAGS = ["--prompts-per-step", "4", "--sft-steps", "20", "--group-size", "4"]
@@ -103,7 +103,7 @@ def test_runs_filters_by_name_and_shows_log_and_error(app):
 
 
 def test_first_visit_with_no_runs_offers_the_demo_in_one_click(tmp_path, monkeypatch):
-    from dashboard import launcher
+    from grpo_lab.dashboard import launcher
 
     started = []
     monkeypatch.setenv("GRPO_LAB_RUNS_DIR", str(tmp_path))
@@ -115,7 +115,7 @@ def test_first_visit_with_no_runs_offers_the_demo_in_one_click(tmp_path, monkeyp
 
 
 def test_the_launch_form_validates_before_starting(app, monkeypatch):
-    from dashboard import launcher
+    from grpo_lab.dashboard import launcher
 
     monkeypatch.setattr(launcher, "_start", lambda *a: pytest.fail("nothing may start on bad input"))
     at = app("runs")
@@ -129,7 +129,7 @@ def test_the_launch_form_validates_before_starting(app, monkeypatch):
 
 
 def test_a_preset_fills_the_form_and_its_hidden_options_still_apply(app, monkeypatch):
-    from dashboard import launcher, presets
+    from grpo_lab.dashboard import launcher, presets
 
     started = []
     monkeypatch.setattr(launcher, "launch", lambda values, runs_dir: started.append(values) or ("x", 1))

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from dashboard import presets
+from grpo_lab.dashboard import presets
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -10,7 +10,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_every_shipped_config_is_a_valid_preset():
     found = presets.presets()
     assert list(found)[0] == presets.DEMO and found[presets.DEMO] == {}
-    shipped = sorted((ROOT / "configs").glob("*.yaml"))
+    shipped = sorted((ROOT / "grpo_lab" / "configs").glob("*.yaml"))
     assert len(found) == 1 + len(shipped) >= 2
     for values in list(found.values())[1:]:
         assert "error" not in values
@@ -27,7 +27,7 @@ def test_a_broken_file_becomes_an_entry_with_its_error(tmp_path):
 
 
 def test_smollm2_without_its_package_names_the_install_command(monkeypatch):
-    from trainer import smollm
+    from grpo_lab.trainer import smollm
 
     assert presets.missing_requirement({"model": "tiny"}) is None
     monkeypatch.setattr(smollm, "MODULE", "no_such_package_xyz")

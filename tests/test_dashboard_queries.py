@@ -5,9 +5,9 @@ column: rundir.query derives it from row order), which must read the same."""
 
 import pytest
 
-from dashboard import queries
-from rundir.layout import RunPaths, part_name
-from rundir.writer import TableWriter
+from grpo_lab.dashboard import queries
+from grpo_lab.rundir.layout import RunPaths, part_name
+from grpo_lab.rundir.writer import TableWriter
 
 
 def sample_rows(step, groups, v2):

@@ -1,4 +1,4 @@
-"""rundir.reader: safe run paths, listing damaged runs, and reading tables incrementally."""
+"""grpo_lab.rundir.reader: safe run paths, listing damaged runs, and reading tables incrementally."""
 
 import os
 import time
@@ -6,10 +6,10 @@ import time
 import pyarrow as pa
 import pytest
 
-from rundir.layout import RunPaths, part_name, write_json_atomic
-from rundir.reader import (RunNameError, TableReader, list_runs, read_run, run_path,
+from grpo_lab.rundir.layout import RunPaths, part_name, write_json_atomic
+from grpo_lab.rundir.reader import (RunNameError, TableReader, list_runs, read_run, run_path,
                            tail)
-from rundir.writer import TableWriter
+from grpo_lab.rundir.writer import TableWriter
 
 
 def scalars(first, last):

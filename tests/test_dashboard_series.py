@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard import charts, metrics, series
+from grpo_lab.dashboard import charts, metrics, series
 
 
 def test_ema_is_debiased_and_zero_weight_is_raw():

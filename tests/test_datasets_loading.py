@@ -12,10 +12,10 @@ import subprocess
 import pandas as pd
 import pytest
 
-from trainer.config import ConfigError, from_dict
-from trainer.data import load_task_rows
-from trainer.setup import build_tasks
-from trainer.tasks import arithmetic, word_problems
+from grpo_lab.trainer.config import ConfigError, from_dict
+from grpo_lab.trainer.data import load_task_rows
+from grpo_lab.trainer.setup import build_tasks
+from grpo_lab.trainer.tasks import arithmetic, word_problems
 from trainer_helpers import ROOT, SMALL, read_table, run_trainer, trainer_cmd
 
 
@@ -220,7 +220,7 @@ def test_bad_data_options_are_config_errors(tmp_path, values, field):
 
 
 def test_columns_parse_from_the_command_line():
-    from trainer.config import load_config
+    from grpo_lab.trainer.config import load_config
 
     c = load_config(["--columns", "prompt=question, answer=solution", "--name", "x"])
     assert c.columns == {"prompt": "question", "answer": "solution"}
@@ -257,7 +257,7 @@ def test_an_unreachable_hub_means_cache_only_for_datasets(monkeypatch):
     # no HF_HUB_OFFLINE set: the trainer itself finds the hub unreachable and fails at once
     import datasets
 
-    from trainer.hub import hub_reachable
+    from grpo_lab.trainer.hub import hub_reachable
 
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.setenv("HF_ENDPOINT", "https://hub.invalid")  # .invalid never resolves (RFC 2606)

@@ -20,14 +20,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from rundir.status import read_status
-import rewards
-from trainer import tiny
-from trainer.distributed import MERGE
-from trainer.records import LastPass
-from trainer.rollout import Rollout
-from trainer.scoring import Batch
-from trainer.objective import group_advantages
+from grpo_lab.rundir.status import read_status
+from grpo_lab import rewards
+from grpo_lab.trainer import tiny
+from grpo_lab.trainer.distributed import MERGE
+from grpo_lab.trainer.records import LastPass
+from grpo_lab.trainer.rollout import Rollout
+from grpo_lab.trainer.scoring import Batch
+from grpo_lab.trainer.objective import group_advantages
 from trainer_helpers import ROOT, documented_metrics, read_table, run_trainer
 
 pytestmark = pytest.mark.timeout(240)
@@ -54,7 +54,7 @@ def run(cmd: list[str], timeout: float = 180) -> subprocess.CompletedProcess:
 
 
 def trainer_args(runs: Path, name: str, *args: str) -> list[str]:
-    return ["-m", "trainer", "--runs-dir", str(runs), "--name", name, *args]
+    return ["-m", "grpo_lab.trainer", "--runs-dir", str(runs), "--name", name, *args]
 
 
 def wait_for_step(run_dir: Path, step: int, proc: subprocess.Popen, timeout: float = 120) -> dict:

@@ -13,9 +13,9 @@ import yaml
 from streamlit.testing.v1 import AppTest
 
 from app_helpers import APP, open_page
-from dashboard import i18n, launch_form, launcher
-from rundir.layout import RunPaths, write_json_atomic
-from rundir.writer import TableWriter
+from grpo_lab.dashboard import i18n, launch_form, launcher
+from grpo_lab.rundir.layout import RunPaths, write_json_atomic
+from grpo_lab.rundir.writer import TableWriter
 from trainer_helpers import start_trainer, wait_trainers
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -66,7 +66,7 @@ def test_every_text_is_filled_in_and_has_the_english_placeholders():
 
 def test_every_key_the_code_asks_for_exists():
     used = {}
-    for path in (ROOT / "dashboard").rglob("*.py"):
+    for path in (ROOT / "grpo_lab" / "dashboard").rglob("*.py"):
         if path.name == "i18n.py":  # t() itself; its docstring's examples are not keys
             continue
         for key in CALL.findall(path.read_text(encoding="utf-8")):
@@ -80,7 +80,7 @@ def test_every_key_the_code_asks_for_exists():
 
 
 def test_option_help_in_english_is_the_trainers_own():
-    """The form's help texts are trainer/config.py's (python -m trainer --help): when one changes
+    """The form's help texts are grpo_lab/trainer/config.py's (python -m grpo_lab.trainer --help): when one changes
     there, change it in en.yaml and have it translated in the other files."""
     fields = launcher.config_fields()
     for name in ["model", *launch_form.MAIN, *launch_form.MORE]:

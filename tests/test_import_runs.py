@@ -1,4 +1,4 @@
-"""python -m rundir.import: a verl rollout dump (written here with exactly verl's fields) and a TRL output
+"""python -m grpo_lab.rundir.import: a verl rollout dump (written here with exactly verl's fields) and a TRL output
 folder (made by running TRL) become run directories the reader and every training page open; a source
 that cannot be read gets one line and leaves nothing behind."""
 
@@ -16,15 +16,15 @@ import pytest
 import torch
 
 from app_helpers import open_page, texts
-from rundir.importers import names
-from rundir.importers import samples as sample_rows
-from rundir.reader import read_run
-from rundir.trl import RunDirCallback
-from trainer.objective import group_advantages
+from grpo_lab.rundir.importers import names
+from grpo_lab.rundir.importers import samples as sample_rows
+from grpo_lab.rundir.reader import read_run
+from grpo_lab.rundir.trl import RunDirCallback
+from grpo_lab.trainer.objective import group_advantages
 from trainer_helpers import read_table
 from trl_helpers import G, run_trl
 
-cli = importlib.import_module("rundir.import")  # `import` is a keyword: the module is run as python -m rundir.import
+cli = importlib.import_module("grpo_lab.rundir.import")  # `import` is a keyword: the module is run as python -m grpo_lab.rundir.import
 PROMPTS = ["user: What is 2+2?\nassistant:", "user: What is 3+5?\nassistant:", "user: What is 7-1?\nassistant:"]
 
 

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from trainer.config import MODEL_DEFAULTS, SOURCES_KEY, build_parser, load_config
+from grpo_lab.trainer.config import MODEL_DEFAULTS, SOURCES_KEY, build_parser, load_config
 from trainer_helpers import SMALL, run_trainer
 
 

@@ -12,11 +12,11 @@ import time
 import pytest
 import torch
 
-from trainer import smollm, tiny
-from trainer.config import ConfigError
-from trainer.models import load_policy
-from trainer.rollout import sample
-from trainer.tasks import Task, arithmetic, render, word_problems
+from grpo_lab.trainer import smollm, tiny
+from grpo_lab.trainer.config import ConfigError
+from grpo_lab.trainer.models import load_policy
+from grpo_lab.trainer.rollout import sample
+from grpo_lab.trainer.tasks import Task, arithmetic, render, word_problems
 from trainer_helpers import ROOT, SMALL, read_table, run_trainer, trainer_cmd
 
 CPU = torch.device("cpu")

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from trainer.objective import (
+from grpo_lab.trainer.objective import (
     aggregate,
     clipped_surrogate,
     exact_kl,

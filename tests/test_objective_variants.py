@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from trainer.objective import (
+from grpo_lab.trainer.objective import (
     IMPORTANCE_LEVELS,
     LOSS_AGGREGATIONS,
     aggregate,

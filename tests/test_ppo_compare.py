@@ -8,7 +8,7 @@ from streamlit.testing.v1 import AppTest
 from trainer_helpers import start_trainer, wait_trainers
 
 ROOT = Path(__file__).resolve().parent.parent
-APP = str(ROOT / "dashboard" / "app.py")
+APP = str(ROOT / "grpo_lab" / "dashboard" / "app.py")
 FLAGS = ["--prompts-per-step", "4", "--group-size", "4", "--sft-steps", "20", "--max-steps", "4", "--seed", "0"]
 
 

@@ -3,8 +3,8 @@
 import torch
 from safetensors.torch import load_file
 
-from trainer.config import from_dict
-from trainer.run import prepare, train
+from grpo_lab.trainer.config import from_dict
+from grpo_lab.trainer.run import prepare, train
 
 
 def test_resume_restores_the_value_model(tmp_path):

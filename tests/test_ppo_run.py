@@ -5,10 +5,10 @@ import json
 import pytest
 import torch
 
-from rundir.status import read_status
-from trainer.config import ConfigError, from_dict
-from trainer.objective import gae, kl_k1
-from trainer.run import train
+from grpo_lab.rundir.status import read_status
+from grpo_lab.trainer.config import ConfigError, from_dict
+from grpo_lab.trainer.objective import gae, kl_k1
+from grpo_lab.trainer.run import train
 from trainer_helpers import SMALL, documented_metrics, read_table, run_trainer
 
 BETA = 0.1

@@ -3,11 +3,11 @@
 import pytest
 import torch
 
-from trainer import tiny
-from trainer.config import from_dict
-from trainer.objective import clipped_value_loss, gae
-from trainer.value import build_value_model, token_values
-from trainer.rollout import sample
+from grpo_lab.trainer import tiny
+from grpo_lab.trainer.config import from_dict
+from grpo_lab.trainer.objective import clipped_value_loss, gae
+from grpo_lab.trainer.value import build_value_model, token_values
+from grpo_lab.trainer.rollout import sample
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,7 @@ function of (seed, step) only (so a resumed run draws the same), repeats only wh
 
 from collections import Counter
 
-from trainer.tasks import Task, arithmetic
+from grpo_lab.trainer.tasks import Task, arithmetic
 
 
 def test_a_step_draws_distinct_prompts_and_an_epoch_sees_each_once():

@@ -7,9 +7,9 @@ import uuid
 
 import pytest
 
-import rewards
-from rewards.code_tests import extract_code, parse_tests
-from rewards.sandbox import ALLOW_UNSANDBOXED_ENV, Limits, resolve_isolation, run_python
+from grpo_lab import rewards
+from grpo_lab.rewards.code_tests import extract_code, parse_tests
+from grpo_lab.rewards.sandbox import ALLOW_UNSANDBOXED_ENV, Limits, resolve_isolation, run_python
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -8,8 +8,8 @@ import textwrap
 
 import pytest
 
-import rewards
-from rewards.combine import MAX_MESSAGES_PER_REWARD
+from grpo_lab import rewards
+from grpo_lab.rewards.combine import MAX_MESSAGES_PER_REWARD
 
 
 def const(value):
@@ -112,7 +112,7 @@ def test_none_is_left_out_of_the_sum_and_total_none_only_when_nobody_scored():
 
 
 def test_none_total_becomes_advantage_zero_in_the_trainer():
-    objective = pytest.importorskip("trainer.objective")
+    objective = pytest.importorskip("grpo_lab.trainer.objective")
     torch = pytest.importorskip("torch")
     reward = (lambda p, c, **k: [1.0, None, 3.0, 2.0], 1.0)
     scores = rewards.score_all({"r": reward}, ["p"] * 4, ["c"] * 4, {})
@@ -212,5 +212,5 @@ def test_empty_batch():
      "human_feedback", "code_tests", "sandbox"],
 )
 def test_docstring_examples(module):
-    result = doctest.testmod(importlib.import_module(f"rewards.{module}"))
+    result = doctest.testmod(importlib.import_module(f"grpo_lab.rewards.{module}"))
     assert result.failed == 0 and result.attempted > 0

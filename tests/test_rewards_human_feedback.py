@@ -6,7 +6,7 @@ import time
 import pandas as pd
 import pytest
 
-import rewards
+from grpo_lab import rewards
 
 ROWS = [
     {"prompt": "2+2=", "completion": "4", "score": 1.0},

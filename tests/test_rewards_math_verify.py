@@ -13,9 +13,9 @@ import time
 
 import pytest
 
-import rewards
-from rewards import math_verify_pool
-from rewards.verifier import PATHS, explain, judge
+from grpo_lab import rewards
+from grpo_lab.rewards import math_verify_pool
+from grpo_lab.rewards.verifier import PATHS, explain, judge
 
 EQUATIONS_AND_LABELS = [
     ("So the solution set is $x \\geq 5$.", "x >= 5", True),
@@ -267,8 +267,8 @@ def test_a_verifier_that_cannot_start_fails_its_jobs_not_the_caller(tmp_path, mo
 def test_children_end_with_the_process_that_started_them():
     script = textwrap.dedent("""
         import os
-        from rewards.verifier import judge
-        from rewards import math_verify_pool
+        from grpo_lab.rewards.verifier import judge
+        from grpo_lab.rewards import math_verify_pool
         judge(["$x$"], ["x"])
         print(" ".join(str(c.proc.pid) for c in math_verify_pool.shared_pool(1)._children))
     """)

@@ -9,8 +9,8 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-import rewards  # noqa: E402
-from rewards.reward_model import format_inputs  # noqa: E402
+from grpo_lab import rewards  # noqa: E402
+from grpo_lab.rewards.reward_model import format_inputs  # noqa: E402
 
 pytestmark = pytest.mark.timeout(300)
 WORDS = "the answer is good bad 0 1 2 3 4 5 6 7 8 9 + = ? user assistant".split()

@@ -2,7 +2,7 @@
 
 import pytest
 
-import rewards
+from grpo_lab import rewards
 
 
 def score(name, completions, **params):

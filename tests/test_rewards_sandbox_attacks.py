@@ -102,7 +102,7 @@ escaped = os.path.exists("/proc/{caller}")  # it lives where the caller lives
 CALLER = """
 import json, sys
 sys.path.insert(0, sys.argv[1])
-import rewards
+from grpo_lab import rewards
 job = json.loads(sys.stdin.readline())
 reward = rewards.build("code_tests", **{"timeout_s": 3, **job["params"]})
 scores = reward(["attack"], [job["code"]], tests=[["assert escaped"]])

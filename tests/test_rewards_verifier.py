@@ -6,8 +6,8 @@ from fractions import Fraction
 
 import pytest
 
-import rewards
-from rewards.verifier import Span, answer_span, answers_match, extract_choice, extract_number, plain_number
+from grpo_lab import rewards
+from grpo_lab.rewards.verifier import Span, answer_span, answers_match, extract_choice, extract_number, plain_number
 
 correct = rewards.build("correctness")
 

@@ -6,9 +6,9 @@ import math
 
 import pytest
 
-from rundir.status import read_status
-from trainer import doctor
-from trainer.doctor import Doctor, Finding, stops
+from grpo_lab.rundir.status import read_status
+from grpo_lab.trainer import doctor
+from grpo_lab.trainer.doctor import Doctor, Finding, stops
 from trainer_helpers import SMALL, read_table, run_trainer
 
 HEALTHY = {"loss/total": 0.1, "loss/policy": 0.1, "grad/norm": 2.0, "kl/mean": 0.5, "ratio/max": 3.0,

@@ -9,9 +9,9 @@ import time
 import pandas as pd
 import pytest
 
-from rundir.layout import RunPaths, visible_parts
-from rundir.status import read_status
-from rundir.writer import RunWriter
+from grpo_lab.rundir.layout import RunPaths, visible_parts
+from grpo_lab.rundir.status import read_status
+from grpo_lab.rundir.writer import RunWriter
 from trainer_helpers import ROOT, SMALL, read_table, run_trainer, start_trainer, trainer_cmd
 
 
@@ -48,8 +48,8 @@ def test_a_run_being_trained_cannot_be_resumed_by_a_second_trainer(tmp_path):
 KILL_IN_COMPACTION = textwrap.dedent("""
     import os, sys
     from pathlib import Path
-    from rundir.layout import RunPaths
-    from rundir.writer import RunWriter
+    from grpo_lab.rundir.layout import RunPaths
+    from grpo_lab.rundir.writer import RunWriter
     writer = RunWriter(RunPaths(Path(sys.argv[1])), "scalars", 0, 100)
     for step in range(1, 7):
         writer.log("scalars", {"step": [step], "x": [float(step)]})
@@ -99,7 +99,7 @@ def test_half_written_checkpoints_are_removed_on_resume(tmp_path):
 ])
 def test_numbers_and_sizes_that_cannot_work_are_refused_with_one_line(tmp_path, flags, message):
     result = run_trainer(tmp_path, "x", *flags) if "--name" not in flags else subprocess.run(
-        [sys.executable, "-m", "trainer", "--runs-dir", str(tmp_path), *flags], cwd=ROOT, capture_output=True,
+        [sys.executable, "-m", "grpo_lab.trainer", "--runs-dir", str(tmp_path), *flags], cwd=ROOT, capture_output=True,
         text=True)
     assert result.returncode == 2 and result.stderr.strip().count("\n") == 0, result.stderr
     assert message in result.stderr

@@ -3,9 +3,9 @@
 import pyarrow.parquet as pq
 import pytest
 
-from rundir.layout import SCHEMA_VERSION, RunPaths, visible_parts
-from rundir.status import StatusFile, read_status
-from rundir.writer import RunWriter, TableWriter
+from grpo_lab.rundir.layout import SCHEMA_VERSION, RunPaths, visible_parts
+from grpo_lab.rundir.status import StatusFile, read_status
+from grpo_lab.rundir.writer import RunWriter, TableWriter
 
 
 def rows(step, n=2):

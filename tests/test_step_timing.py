@@ -3,9 +3,9 @@
 import pytest
 import torch
 
-from trainer import tiny
-from trainer.rollout import sample, token_logprobs
-from trainer.timing import PHASES
+from grpo_lab.trainer import tiny
+from grpo_lab.trainer.rollout import sample, token_logprobs
+from grpo_lab.trainer.timing import PHASES
 from trainer_helpers import SMALL, read_table, run_trainer
 
 

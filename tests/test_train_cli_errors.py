@@ -47,10 +47,10 @@ def test_resume_of_unknown_run_is_refused(tmp_path):
 
 def test_unwritable_runs_dir(tmp_path, monkeypatch):
     # In-process: as root, permissions cannot make a folder unwritable, so the check is faked.
-    from trainer.config import ConfigError, from_dict
-    from trainer.run import check_run_dir
+    from grpo_lab.trainer.config import ConfigError, from_dict
+    from grpo_lab.trainer.run import check_run_dir
 
-    monkeypatch.setattr("trainer.run.os.access", lambda *_: False)
+    monkeypatch.setattr("grpo_lab.trainer.run.os.access", lambda *_: False)
     cfg = from_dict({"runs_dir": str(tmp_path), "name": "r"})
     with pytest.raises(ConfigError, match="^runs_dir: .* is not writable"):
         check_run_dir(cfg)
@@ -78,7 +78,7 @@ def test_config_file_with_overrides(tmp_path):
 def test_help_documents_every_option():
     from dataclasses import fields
 
-    from trainer.config import Config
+    from grpo_lab.trainer.config import Config
 
     result = run_trainer(".", "unused", "--help")
     assert result.returncode == 0

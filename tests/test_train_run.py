@@ -7,8 +7,8 @@ import duckdb
 import pytest
 import torch
 
-from rundir.status import read_status
-from trainer.objective import group_advantages
+from grpo_lab.rundir.status import read_status
+from grpo_lab.trainer.objective import group_advantages
 from trainer_helpers import SMALL, documented_metrics, read_table, run_trainer
 
 

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from rundir.status import read_status
+from grpo_lab.rundir.status import read_status
 from trainer_helpers import ROOT, SMALL, read_table, run_trainer, trainer_cmd
 
 
@@ -68,18 +68,18 @@ def test_sigterm_flushes_checkpoints_and_stops(tmp_path):
 
 
 def test_exception_marks_run_failed_with_error_and_keeps_rows(tmp_path, monkeypatch):
-    import trainer.grpo
-    from trainer.config import from_dict
-    from trainer.run import train
+    from grpo_lab.trainer import grpo as trainer_grpo
+    from grpo_lab.trainer.config import from_dict
+    from grpo_lab.trainer.run import train
 
-    real_step = trainer.grpo.grpo_step
+    real_step = trainer_grpo.grpo_step
 
     def flaky(c, step):
         if step == 3:
             raise RuntimeError("boom at step 3")
         return real_step(c, step)
 
-    monkeypatch.setattr(trainer.grpo, "grpo_step", flaky)
+    monkeypatch.setattr(trainer_grpo, "grpo_step", flaky)
     cfg = from_dict({"runs_dir": str(tmp_path), "name": "crash", "max_steps": 5, "prompts_per_step": 4,
                      "group_size": 4, "sft_steps": 2, "flush_seconds": 60})
     assert train(cfg) == 1

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from rundir.layout import RunPaths, visible_parts
+from grpo_lab.rundir.layout import RunPaths, visible_parts
 
 ROOT = Path(__file__).resolve().parent.parent
 # A run of a few seconds: small batch, short warm start.
@@ -18,7 +18,7 @@ SMALL = ["--prompts-per-step", "4", "--group-size", "4", "--sft-steps", "20", "-
 
 
 def trainer_cmd(runs_dir: Path, name: str, *args: str) -> list[str]:
-    return [sys.executable, "-m", "trainer", "--runs-dir", str(runs_dir), "--name", name, *args]
+    return [sys.executable, "-m", "grpo_lab.trainer", "--runs-dir", str(runs_dir), "--name", name, *args]
 
 
 def run_trainer(runs_dir: Path, name: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:

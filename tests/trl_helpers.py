@@ -6,7 +6,7 @@ from pathlib import Path
 
 from datasets import Dataset
 
-from trainer.tiny import build_model, build_tokenizer
+from grpo_lab.trainer.tiny import build_model, build_tokenizer
 
 G = 4  # num_generations
 

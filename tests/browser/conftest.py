@@ -1,4 +1,4 @@
-"""A live `streamlit run dashboard/app.py` on a free port, and Debian's Chromium driven by Playwright.
+"""A live `streamlit run grpo_lab/dashboard/app.py` on a free port, and Debian's Chromium driven by Playwright.
 
 The server reads a temporary runs folder that already holds two small runs made by the trainer.
 A failing test leaves a screenshot in test-artifacts/<test name>.png.
@@ -68,10 +68,10 @@ def server(tmp_path_factory):
 
 @contextlib.contextmanager
 def streamlit_server(runs: Path):
-    """`streamlit run dashboard/app.py` on a free port over the runs folder `runs`; yields its url."""
+    """`streamlit run grpo_lab/dashboard/app.py` on a free port over the runs folder `runs`; yields its url."""
     port = free_port()
     log = open(runs.parent / "streamlit.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "dashboard" / "app.py"),
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "grpo_lab" / "dashboard" / "app.py"),
                              "--server.port", str(port), "--server.headless", "true", "--server.address", "127.0.0.1",
                              "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
                             cwd=ROOT, env={**os.environ, "GRPO_LAB_RUNS_DIR": str(runs), "PYTHONPATH": str(ROOT)},
@@ -101,8 +101,8 @@ def wait_until_healthy(url: str, runs: Path, timeout: float = 60) -> None:
 
 def stop_trainers(runs: Path) -> None:
     """End every trainer the tests launched through the dashboard (their pids are on record)."""
-    from dashboard import launcher
-    from rundir.layout import read_json
+    from grpo_lab.dashboard import launcher
+    from grpo_lab.rundir.layout import read_json
 
     for record in (runs / launcher.LAUNCH_DIR).glob("*.json"):
         data = read_json(record) or {}

@@ -1,5 +1,5 @@
 """Each concept page in a real browser (Debian's Chromium through Playwright) against a live
-`streamlit run dashboard/app.py`: its chart renders and no Streamlit exception shows.
+`streamlit run grpo_lab/dashboard/app.py`: its chart renders and no Streamlit exception shows.
 
 On failure a screenshot goes to test-artifacts/.
 """
@@ -44,7 +44,7 @@ def server(tmp_path_factory):
     cfg = runs.parent / "concepts-browser-fixture.yaml"
     cfg.write_text(FIXTURE_CONFIG)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "GRPO_LAB_RUNS_DIR": str(runs)}
-    done = subprocess.run([sys.executable, "-m", "trainer", "--config", str(cfg), "--runs-dir", str(runs),
+    done = subprocess.run([sys.executable, "-m", "grpo_lab.trainer", "--config", str(cfg), "--runs-dir", str(runs),
                            "--name", "browser-fx", "--max-steps", "2", "--prompts-per-step", "2", "--group-size", "4",
                            "--sft-steps", "0", "--flush-seconds", "0"],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)

@@ -8,7 +8,7 @@ import time
 import pytest
 from playwright.sync_api import expect
 
-from rundir.reader import read_run
+from grpo_lab.rundir.reader import read_run
 
 pytestmark = pytest.mark.browser
 CHARTS = "[data-testid=stVegaLiteChart] canvas, [data-testid=stVegaLiteChart] svg"
@@ -89,7 +89,7 @@ def test_compare_two_runs(server, page):
 
 
 def test_stop_a_running_run(server, page):
-    from dashboard import launcher
+    from grpo_lab.dashboard import launcher
 
     url, runs = server
     name, _ = launcher.launch({"name": "e2e-stop", "max_steps": 5000, "group_size": 2, "prompts_per_step": 2,

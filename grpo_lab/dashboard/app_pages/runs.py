@@ -1,0 +1,18 @@
+"""Runs: every run in the runs folder, start a new one, stop or resume one, read its log."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from grpo_lab.dashboard import data, launch_form, launcher, runs_view, ui
+from grpo_lab.dashboard.i18n import t
+
+st.title("🗂️ " + t("nav.runs"))
+st.caption(t("runs.folder", path=data.runs_dir()))
+
+with ui.guard(t("nav.runs")):
+    runs = data.runs()
+    active = runs_view.any_active(runs, launcher.pending(data.runs_dir(), {r.name for r in runs}))
+    st.fragment(runs_view.render, run_every=2.0 if active else None)(active)
+    with st.expander(t("runs.start_expander"), expanded=False):
+        launch_form.form(data.runs_dir())

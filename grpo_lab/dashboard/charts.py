@@ -1,0 +1,156 @@
+"""Chart builders: Vega-Lite specs as plain dicts, drawn with `st.vega_lite_chart(spec=...)`.
+
+Plain dicts rather than Altair objects because Altair validates every object it builds, which
+costs ~50 ms a chart: too slow for a live page redrawing a dozen charts every two seconds.
+Data comes in already downsampled (dashboard.series); no I/O here.
+
+Every line chart: x zoom and pan (drag, wheel; double-click resets), a legend whose entries
+toggle their series (shift-click for several), the smoothed curve bold with the raw one faint.
+Titles, axis names and tooltips are in the current language (dashboard/locales/, chart.*).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from grpo_lab.dashboard.i18n import t
+
+Spec = dict[str, Any]
+# Streamlit's theme fits the whole chart (title, legend, axes) into `height`; fit only the width,
+# so `height` is the plot's own height.
+AUTOSIZE = {"type": "fit-x", "contains": "padding"}
+ADV_COLOURS = {"pos": "#1a9850", "neg": "#d73027", "zero": "#9e9e9e"}
+BOUND_COLOUR = "#ff4b4b"
+
+
+def _q(field: str, title: str | None = None, **extra: Any) -> Spec:
+    out: Spec = {"field": field, "type": "quantitative", **extra}
+    if title is not None:
+        out["title"] = title
+    return out
+
+
+def _zoom(name: str = "zoom") -> Spec:
+    return {"name": name, "select": {"type": "interval", "encodings": ["x"]}, "bind": "scales"}
+
+
+def line_chart(df: pd.DataFrame, *, title: str, x_title: str, y_title: str = "", colour_field: str = "series",
+               smoothing: bool = True, height: int = 180, rules: list[float] | None = None,
+               colour_title: str | None = None, domain: list[str] | None = None, help: str = "",
+               log_y: bool = False, stacked: bool = False, x_steps: bool = False) -> Spec:
+    """Lines of `df` (x, <colour_field>, raw, smooth), one colour per series (or per run); with
+    `stacked`, areas stacked from zero (parts of a whole), smoothed or not. `x_steps`: x counts
+    steps (no ticks between two steps)."""
+    colour: Spec = {"field": colour_field, "type": "nominal", "title": colour_title,
+                    "scale": {"scheme": "tableau10", **({"domain": domain} if domain else {})},
+                    "legend": {"orient": "bottom", "labelLimit": 260, "columns": 3}}
+    shown = {"param": "legend", "empty": True}
+    y_field = "smooth" if smoothing else "raw"
+    y_scale = {"type": "log"} if log_y else {"zero": stacked}
+    layers: list[Spec] = []
+    if stacked:
+        layers.append({
+            "params": [{"name": "legend", "select": {"type": "point", "fields": [colour_field]}, "bind": "legend"},
+                       _zoom()],
+            "mark": {"type": "area", "clip": True, "opacity": 0.85},
+            "encoding": {"y": _q(y_field, y_title, scale=y_scale, stack="zero"),
+                         "tooltip": [{"field": colour_field, "type": "nominal"}, _q("x", x_title, format=",.4~g"),
+                                     _q(y_field, t("chart.seconds"), format=",.4~g")]},
+        })
+    else:
+        if smoothing:  # the raw values, faint, under the smoothed line
+            layers.append({
+                "mark": {"type": "line", "strokeWidth": 1, "clip": True},
+                "encoding": {"y": _q("raw", y_title, scale=y_scale),
+                             "opacity": {"condition": {**shown, "value": 0.25}, "value": 0.03}},
+            })
+        layers.append({
+            "params": [{"name": "legend", "select": {"type": "point", "fields": [colour_field]}, "bind": "legend"},
+                       _zoom()],
+            "mark": {"type": "line", "strokeWidth": 2 if smoothing else 1.5, "clip": True},
+            "encoding": {
+                "y": _q(y_field, y_title, scale=y_scale),
+                "opacity": {"condition": {**shown, "value": 1.0}, "value": 0.08},
+                "tooltip": [{"field": colour_field, "type": "nominal"}, _q("x", x_title, format=",.4~g"),
+                            _q("smooth", t("chart.smoothed"), format=",.4~g"),
+                            _q("raw", t("chart.raw"), format=",.4~g")],
+            },
+        })
+    for value in rules or []:
+        layers.append({"data": {"values": [{"y": value}]}, "mark": {"type": "rule", "strokeDash": [4, 4]},
+                       "encoding": {"y": _q("y"), "color": {"value": "#888"}}})
+    spec: Spec = {
+        "datasets": {"lines": df}, "data": {"name": "lines"}, "height": height, "autosize": AUTOSIZE,
+        "title": {"text": title, "subtitle": help} if help else title,
+        "encoding": {"x": _q("x", x_title, axis={"tickMinStep": 1} if x_steps else {}),
+                     "color": colour},
+        "layer": layers,
+    }
+    return spec
+
+
+def ratio_heatmap(cells: pd.DataFrame, low: float, high: float, height: int = 260) -> Spec:
+    """Share of tokens per ratio bin (y) over steps (x), with 1-eps and 1+eps dashed."""
+    bounds = [{"y": low, "bound": f"1-eps = {low:.3g}"}, {"y": high, "bound": f"1+eps = {high:.3g}"}]
+    return {
+        "datasets": {"cells": cells}, "height": height, "autosize": AUTOSIZE, "title": t("chart.heatmap_title"),
+        "layer": [
+            {"data": {"name": "cells"}, "params": [_zoom("heat_zoom")], "mark": "rect",
+             "encoding": {
+                 "x": _q("step_lo", t("chart.x_step")), "x2": {"field": "step_hi"},
+                 "y": _q("ratio_lo", t("chart.ratio_axis"), scale={"domain": [0.5, 1.5]}), "y2": {"field": "ratio_hi"},
+                 "color": _q("share", t("chart.share_of_tokens"), scale={"type": "sqrt", "scheme": "viridis"}),
+                 "tooltip": [_q("step_lo", t("chart.from_step")), _q("step_hi", t("chart.to_step")),
+                             _q("ratio_lo", t("chart.ratio_from"), format=".3f"),
+                             _q("share", t("chart.share"), format=".2%")],
+             }},
+            {"data": {"values": bounds}, "mark": {"type": "rule", "strokeDash": [6, 3], "strokeWidth": 2,
+                                                  "color": BOUND_COLOUR},
+             "encoding": {"y": _q("y"), "tooltip": [{"field": "bound", "type": "nominal"}]}},
+        ],
+    }
+
+
+def ratio_bars(bars: pd.DataFrame, low: float, high: float, step: int, height: int = 260) -> Spec:
+    """One step's ratio histogram; bins beyond the clip bounds in red, bounds dashed."""
+    names = {"below 1-eps": t("chart.below"), "inside": t("chart.inside"), "above 1+eps": t("chart.above")}
+    bars = bars.assign(zone=bars["zone"].map(names))  # series.histogram_bars' zones, named in the current language
+    zones = {"domain": list(names.values()), "range": [BOUND_COLOUR, "#4c78a8", BOUND_COLOUR]}
+    return {
+        "datasets": {"bars": bars}, "height": height, "autosize": AUTOSIZE, "title": t("chart.bars_title", step=step),
+        "layer": [
+            {"data": {"name": "bars"}, "mark": "rect",
+             "encoding": {
+                 "x": _q("ratio_lo", t("chart.ratio_axis"), scale={"domain": [0.5, 1.5]}), "x2": {"field": "ratio_hi"},
+                 "y": _q("tokens", t("chart.tokens")),
+                 "color": {"field": "zone", "type": "nominal", "title": t("chart.zone"), "scale": zones,
+                           "legend": {"orient": "bottom"}},
+                 "tooltip": [_q("ratio_lo", t("chart.from"), format=".3f"), _q("ratio_hi", t("chart.to"), format=".3f"),
+                             _q("tokens", t("chart.tokens")),
+                             {"field": "zone", "type": "nominal", "title": t("chart.zone")}],
+             }},
+            {"data": {"values": [{"x": low}, {"x": high}]}, "mark": {"type": "rule", "strokeDash": [6, 3],
+                                                                      "color": BOUND_COLOUR},
+             "encoding": {"x": _q("x")}},
+        ],
+    }
+
+
+def prompt_history(df: pd.DataFrame, height: int = 200) -> Spec:
+    """One prompt's groups over steps: mean reward (line) and the advantage range (band)."""
+    return {
+        "datasets": {"groups": df}, "data": {"name": "groups"}, "height": height, "autosize": AUTOSIZE,
+        "title": t("chart.prompt_title"),
+        "encoding": {"x": _q("step", t("chart.x_step"))},
+        "layer": [
+            {"mark": {"type": "area", "opacity": 0.2, "color": "#4c78a8"},
+             "encoding": {"y": _q("a_min", t("chart.adv_or_reward")), "y2": {"field": "a_max"}}},
+            {"params": [_zoom()], "mark": {"type": "line", "point": True, "color": ADV_COLOURS["pos"]},
+             "encoding": {"y": _q("mean_reward"),
+                          "tooltip": [_q("step", t("chart.x_step")),
+                                      _q("mean_reward", t("chart.mean_reward"), format=".3f"),
+                                      _q("std", t("chart.std"), format=".3f")]}},
+        ],
+    }

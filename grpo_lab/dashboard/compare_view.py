@@ -1,0 +1,156 @@
+"""The Compare page's body: overlaid curves, summary, config diff, one prompt's group side by side."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from grpo_lab.dashboard import charts, data, groups_view, launcher, markup, queries, series, ui
+from grpo_lab.dashboard.i18n import t
+from grpo_lab.rundir.layout import SOURCES_KEY
+from grpo_lab.rundir.reader import RunInfo
+
+DEFAULT_METRICS = ["reward/mean", "kl/mean", "clip/total", "completion/length_mean"]
+IGNORED_KEYS = {"name", "runs_dir", "resume", SOURCES_KEY}  # differ by construction, or not an option
+
+
+def summary(runs: list[RunInfo]) -> pd.DataFrame:
+    rows = []
+    for r in runs:
+        df = data.scalars(r.name).df
+
+        def last(col: str):
+            return float(df[col].dropna().iloc[-1]) if col in df and df[col].notna().any() else np.nan
+
+        best = df["reward/mean"].max() if "reward/mean" in df and not df.empty else np.nan
+        best_step = int(df.loc[df["reward/mean"].idxmax(), "step"]) if not np.isnan(best) else None
+        rows.append({
+            "run": r.name, "state": ui.state_label(r.state), "algo": r.get("algo", "—"),
+            "steps": f"{r.step} / {r.total_steps or '?'}",
+            "final reward": last("reward/mean"), "best reward": best, "best at step": best_step,
+            "final KL": last("kl/mean"), "final clip fraction": last("clip/total"),
+            "wall time": ui.duration(ui.run_duration(r)),
+        })
+    return pd.DataFrame(rows)
+
+
+def config_diff(runs: list[RunInfo]) -> pd.DataFrame:
+    """Only the options whose values differ between the runs (one column per run).
+
+    An option missing from an older run's config.json had the trainer's default then; it is
+    compared as today's default, so a newly added option does not show as a difference.
+    """
+    defaults = {k: v["default"] for k, v in launcher.config_fields().items()}
+    configs = {r.name: {**defaults, **(r.config or {})} for r in runs}
+    # another trainer's own options (trl/...) have no counterpart in a native run: not compared here
+    keys = sorted(k for k in set().union(*(r.config or {} for r in runs)) - IGNORED_KEYS if "/" not in k)
+
+    def show(v):
+        return json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else ("—" if v is None else str(v))
+
+    rows = {k: {n: show(c.get(k)) for n, c in configs.items()} for k in keys}
+    differing = {k: v for k, v in rows.items() if len(set(v.values())) > 1}
+    # where each differing value came from (config.json's sources; absent in older runs)
+    sources = {r.name: (r.config or {}).get(SOURCES_KEY) or {} for r in runs}
+    shown = {k: {n: v + (f"  ({sources[n][k]})" if isinstance(sources[n], dict) and sources[n].get(k) else "")
+                 for n, v in row.items()} for k, row in differing.items()}
+    return pd.DataFrame.from_dict(shown, orient="index").rename_axis("option").reset_index()
+
+
+def curves(runs: list[RunInfo], chosen: list[str], x_mode: str, smoothing: float) -> None:
+    names = [r.name for r in runs]
+    problems = []
+    grid = st.columns(2)
+    for i, metric in enumerate(chosen):
+        frames = []
+        for r in runs:
+            frame = data.scalars(r.name)
+            problems += [f"{r.name}: {p}" for p in frame.problems]
+            frames.append(series.long_frame(frame.df, [metric], x_mode, smoothing, label=r.name))
+        df = pd.concat(frames, ignore_index=True)
+        spec = charts.line_chart(df, title=metric, x_title=ui.x_title(x_mode), smoothing=smoothing > 0,
+                                 colour_title=t("col.run"), domain=names, x_steps=x_mode == "step")
+        with grid[i % 2]:
+            st.vega_lite_chart(spec=spec, key=f"compare_chart_{i}")
+    ui.warn(problems)
+
+
+def side_by_side(runs: list[RunInfo]) -> None:
+    st.subheader(t("compare.side_by_side"))
+    names = [r.name for r in runs]
+    c = st.columns(4)
+    a = c[0].selectbox(t("compare.left"), names, index=0, key="cmp_left")
+    b = c[1].selectbox(t("compare.right"), names, index=min(1, len(names) - 1), key="cmp_right")
+    ids_a, pa = queries.prompt_ids(a)
+    ids_b, pb = queries.prompt_ids(b)
+    common = sorted(set(ids_a) & set(ids_b))
+    ui.warn(pa + pb)
+    if not common:
+        st.caption(t("compare.no_common"))
+        return
+    prompt = c[2].selectbox(t("groups.prompt"), common, key="cmp_prompt")
+    step = c[3].number_input(t("compare.at_step"), min_value=1, value=None, step=1, key="cmp_step")
+    cols = st.columns(2)
+    for col, name in zip(cols, (a, b)):
+        with col:
+            info = next(r for r in runs if r.name == name)
+            found, problems = queries.group_summaries(name, "prompt", prompt, limit=100_000)
+            ui.warn(problems)
+            if step is not None:
+                found = found[found["step"] <= step]
+            if found.empty:
+                st.caption(t("compare.no_group", name=name, prompt=prompt))
+                continue
+            last = found.iloc[-1]
+            group, problems = groups_view.group_rows(name, (int(last["step"]), int(last["group"])))
+            ui.warn(problems)
+            st.markdown(t("compare.group_line", name=name, step=int(last["step"]), mean=f"{last['mean_reward']:.3f}",
+                          std=f"{last['std']:.3f}", mode=(info.config or {}).get("std_mode", "group")))
+            st.html(markup.responses_table(group, groups_view.reward_columns(group), compact=True))
+
+
+def render() -> None:
+    all_runs = data.runs()
+    names = [r.name for r in all_runs]
+    if len(names) < 1:
+        st.info(t("ui.no_runs"))
+        return
+    current = st.session_state.get("cmp_runs")
+    explicit = []
+    if current is None:  # a link such as /compare?runs=a,b (Runs' compare button)
+        explicit = [n for n in st.query_params.get("runs", "").split(",") if n in names]
+    if explicit or current is None or not set(current) <= set(names):
+        selected = st.session_state.get(ui.SELECTED)
+        first = explicit or ([selected] if selected in names else [])
+        st.session_state["cmp_runs"] = (first + [n for n in names if n not in first])[:max(2, len(first))]
+    chosen_runs = st.multiselect(t("compare.runs"), names, key="cmp_runs", placeholder=t("compare.runs_placeholder"))
+    by_name = {r.name: r for r in all_runs}
+    runs = [by_name[n] for n in chosen_runs if n in by_name]  # in the order picked
+    if len(runs) < 2:
+        st.info(t("compare.pick_two"))
+        if not runs:
+            return
+    columns = sorted(set().union(*(data.scalars(r.name).df.columns for r in runs)) - {"step", "time", "wall_s"})
+    c1, c2, c3 = st.columns([3, 1, 2])
+    chosen = c1.multiselect(t("compare.metrics"), columns, default=[m for m in DEFAULT_METRICS if m in columns],
+                            key="cmp_metrics")
+    x_mode = c2.segmented_control(t("chart.x_axis"), ["step", "wall"], default="step", key="cmp_x", required=True,
+                                  format_func=ui.x_names().get) or "step"
+    smoothing = c3.slider(t("chart.smoothing"), 0.0, 0.99, 0.6, 0.01, key="cmp_smoothing",
+                          help=t("chart.smoothing_help"))
+    curves(runs, chosen, x_mode, smoothing)
+    st.subheader(t("compare.summary"))
+    table = summary(runs)
+    st.dataframe(table, hide_index=True, column_config=ui.column_config(table.columns, formats={
+        c: "%.4f" for c in ("final reward", "best reward", "final KL", "final clip fraction")}))
+    st.subheader(t("compare.config"))
+    diff = config_diff(runs)
+    if diff.empty:
+        st.caption(t("compare.same_config"))
+    else:
+        st.dataframe(diff, hide_index=True, column_config=ui.column_config(["option"]))
+    if len(runs) >= 2:
+        side_by_side(runs)

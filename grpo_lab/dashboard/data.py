@@ -1,0 +1,120 @@
+"""The dashboard's access to run directories: which runs exist, and their per-step tables.
+
+Thin Streamlit caching over rundir.reader: one incremental TableReader per (run, table) lives in
+`st.cache_resource`, so every refresh reads only the part files that are new. Nothing here
+raises on a damaged run; problems come back as lines to show as warnings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from grpo_lab.rundir import query
+from grpo_lab.rundir.layout import default_runs_dir
+from grpo_lab.rundir.reader import RunInfo, TableReader, list_runs, read_run, run_path
+from grpo_lab.rundir.status import ACTIVE_STATES  # noqa: F401 - the pages read it as data.ACTIVE_STATES
+
+
+def runs_dir() -> Path:
+    return Path(default_runs_dir()).resolve()
+
+
+@st.cache_data(ttl=1.0, show_spinner=False, max_entries=8)
+def _runs(folder: str) -> list[RunInfo]:
+    return list_runs(folder)
+
+
+def runs() -> list[RunInfo]:
+    """Every run, newest first (status files re-read at most once a second)."""
+    return _runs(str(runs_dir()))
+
+
+def run(name: str) -> RunInfo:
+    """One run, read now (status.json and config.json are small)."""
+    return read_run(runs_dir(), name)
+
+
+@dataclass
+class Frame:
+    df: pd.DataFrame
+    problems: list[str] = field(default_factory=list)
+    version: tuple = ()
+    new_rows: int = 0
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _reader(run_dir: str, table: str) -> TableReader:
+    return TableReader(Path(run_dir), table)
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def _pandas(run_dir: str, table: str, version: tuple, _table) -> pd.DataFrame:
+    """The Arrow table as pandas, converted once per table version (treat as read-only)."""
+    df = _table.to_pandas()
+    if "step" in df:
+        df = df.sort_values("step", kind="stable").drop_duplicates("step", keep="last").reset_index(drop=True)
+    return df
+
+
+def table(name: str, table: str) -> Frame:
+    """A per-step table (scalars or histograms) of a run, read incrementally."""
+    path = str(run_path(runs_dir(), name))
+    read = _reader(path, table).read()
+    if read.table is None:
+        return Frame(pd.DataFrame(), read.problems, read.version, 0)
+    return Frame(_pandas(path, table, read.version, read.table), read.problems, read.version, read.new_rows)
+
+
+def scalars(name: str) -> Frame:
+    return table(name, "scalars")
+
+
+def histograms(name: str) -> Frame:
+    return table(name, "histograms")
+
+
+def latest(frame: Frame, column: str) -> float | None:
+    if frame.df.empty or column not in frame.df:
+        return None
+    values = frame.df[column].dropna()
+    return float(values.iloc[-1]) if len(values) else None
+
+
+def clip_bounds(info: RunInfo) -> tuple[float, float]:
+    """1 - epsilon and 1 + epsilon_high from the run's config (0.2 when unreadable)."""
+    cfg = info.config or {}
+    try:
+        eps = float(cfg.get("epsilon") or 0.2)
+        eps_high = float(cfg["epsilon_high"]) if cfg.get("epsilon_high") is not None else eps
+    except (TypeError, ValueError):
+        eps = eps_high = 0.2
+    return 1.0 - eps, 1.0 + eps_high
+
+
+SEVERITY_ICONS = {"critical": "🛑", "warning": "⚠️", "info": "ℹ️"}
+
+
+@st.cache_data(ttl=2.0, max_entries=64, show_spinner=False)
+def _events(run_dir: str, v: tuple) -> tuple[pd.DataFrame, list[str]]:
+    return query.query(Path(run_dir), "events", "SELECT step, kind, severity, message, suggestion FROM {src} "
+                       "ORDER BY step, severity")
+
+
+def events(name: str) -> pd.DataFrame:
+    """The run doctor's findings (tables/events), oldest first; empty when there are none."""
+    path = run_path(runs_dir(), name)
+    df, _ = _events(str(path), query.version(path, "events"))
+    return df
+
+
+def findings_badge(info: RunInfo) -> str:
+    """'🛑 1 ⚠️ 2' from status.json's findings counts ('' when the doctor found nothing)."""
+    counts = (info.status or {}).get("findings")
+    if not isinstance(counts, dict):
+        return ""
+    return " ".join(f"{icon} {counts[sev]}" for sev, icon in SEVERITY_ICONS.items()
+                    if isinstance(counts.get(sev), int) and counts[sev] > 0)

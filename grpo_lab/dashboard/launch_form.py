@@ -1,0 +1,106 @@
+"""The "start a training run" form: a preset's options (the demo's by default), validated before anything starts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import streamlit as st
+
+from grpo_lab.dashboard import launcher, presets
+from grpo_lab.dashboard.i18n import t
+
+# The form's main options, then those under "More options". Each option's label and help text are
+# option.<name>.label and option.<name>.help in dashboard/locales/ (English help: grpo_lab/trainer/config.py's).
+MAIN = ["algo", "task", "rewards", "group_size", "epsilon", "beta", "lr", "max_steps", "passes", "seed", "name"]
+MORE = ["prompts_per_step", "sft_steps", "max_new_tokens", "temperature", "std_mode", "loss_aggregation",
+        "epsilon_high", "eval_fraction", "eval_every"]
+
+
+def demo_values(runs_dir: Path) -> dict[str, Any]:
+    """The built-in demo run: every default, under the first free name of demo, demo-2, ..."""
+    return {"name": launcher.free_name(runs_dir, "demo")}
+
+
+def start(values: dict[str, Any]) -> None:
+    from grpo_lab.dashboard import data  # noqa: PLC0415 - keeps this module importable without a runs folder
+
+    try:
+        name, pid = launcher.launch(values, data.runs_dir())
+    except (launcher.LaunchError, ValueError) as exc:
+        st.error(t("launch.not_started", error=exc))
+        return
+    st.session_state["run"] = name
+    st.session_state["runs_pick_next"] = name  # the Runs page selects it on its next run
+    st.toast(t("launch.started", name=name, pid=pid) if pid else t("launch.queued", name=name, n=launcher.max_runs()))
+    st.rerun(scope="app")
+
+
+def _as_type(value: Any, default: Any) -> Any:
+    """A preset's `beta: 0` is an int; the widget for a float option must still take decimals."""
+    if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    return value
+
+
+def _widget(name: str, spec: dict[str, Any], preset: int, kind: str) -> Any:
+    default, choices = spec["default"], spec["choices"]
+    label, help_text = t(f"option.{name}.label"), t(f"option.{name}.help")
+    # per preset (and per kind of model for model-dependent options): switching shows their values
+    key = f"launch_{preset}_{kind}_{name}" if spec["by_model"] else f"launch_{preset}_{name}"
+    if choices:
+        return st.selectbox(label, list(choices), index=list(choices).index(default), help=help_text, key=key)
+    if name == "rewards":
+        text = default if isinstance(default, str) else ",".join(f"{k}={v:g}" for k, v in default.items())
+        return st.text_input(label, text, help=help_text, key=key)
+    if isinstance(default, bool):
+        return st.checkbox(label, default, help=help_text, key=key)
+    if isinstance(default, int):
+        return st.number_input(label, value=default, step=1, help=help_text, key=key)
+    if isinstance(default, float):
+        fmt = "%.0e" if 0 < default < 1e-2 else "%.3g"
+        return st.number_input(label, value=default, format=fmt, step=default / 10 if default else 0.01,
+                               help=help_text, key=key)
+    return st.text_input(label, "" if default is None else str(default), help=help_text, key=key)
+
+
+def form(runs_dir: Path) -> None:
+    choices = presets.presets()
+    shown = {c: t("launch.preset_demo") if c == presets.DEMO else c for c in choices}
+    label = st.selectbox(t("launch.preset"), list(choices), key="launch_preset", help=t("launch.preset_help"),
+                         format_func=shown.get)
+    preset = choices[label]
+    if "error" in preset:
+        st.error(preset["error"])
+        return
+    if missing := presets.missing_requirement(preset):
+        st.warning(missing)
+    number = list(choices).index(label)
+    # The model is chosen outside the form: its options' defaults (learning rate, warm start,
+    # completion length) follow it, and a form only reports its widgets when submitted.
+    model = st.text_input(t("option.model.label"), str(preset.get("model", "tiny")), key=f"launch_{number}_model",
+                          help=t("option.model.help")).strip() or "tiny"
+    fields = launcher.config_fields(model)
+    specs = {k: {**v, "default": _as_type(preset.get(k, v["default"]), v["default"])} for k, v in fields.items()}
+    kind = "builtin" if model == "tiny" else "pretrained"
+    changed = [k for k, v in fields.items() if v["by_model"] and k not in preset]
+    if changed:
+        st.caption(t("launch.defaults_builtin" if kind == "builtin" else "launch.defaults_pretrained",
+                     options=", ".join(changed)))
+    base = "demo" if not preset else str(preset.get("model", "run"))
+    specs["name"]["default"] = launcher.free_name(runs_dir, base)
+    with st.form("launch", border=False):
+        values: dict[str, Any] = {"model": model}
+        cols = st.columns(4)
+        for i, name in enumerate(MAIN):
+            with cols[i % 4]:
+                values[name] = _widget(name, specs[name], number, kind)
+        with st.expander(t("launch.more")):
+            cols = st.columns(4)
+            for i, name in enumerate(MORE):
+                with cols[i % 4]:
+                    values[name] = _widget(name, specs[name], number, kind)
+        submitted = st.form_submit_button(t("launch.submit"), type="primary")
+    if submitted:
+        # options the preset sets but the form does not show (eval_prompts, ...) still apply
+        start({**preset, **{k: v for k, v in values.items() if v is not None and v != ""}})

@@ -1,0 +1,67 @@
+"""Which metrics the Live page draws together. Names are those of docs/run-directory.md; each
+panel's title, description and unit are in dashboard/locales/ (panel.<id>.*, unit.*)."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from grpo_lab.dashboard.i18n import t
+
+
+@dataclass(frozen=True)
+class Panel:
+    title: str
+    metrics: tuple[str, ...]
+    help: str
+    y_title: str = ""
+    ratio: bool = False  # a ratio chart: log y-axis, with the clip bounds drawn as rules
+    stacked: bool = False  # parts of a whole (the step's phases): stacked areas, not lines
+
+
+# grpo_lab/trainer/timing.py's phases, as the scalars name them
+PHASE_METRICS = tuple(f"time/{phase}_s" for phase in ("generation", "reward", "old_logp", "ref", "update", "log"))
+
+
+def reward_metrics(columns: list[str]) -> tuple[str, ...]:
+    """reward/mean, then each reward function's mean (rewards/<fn>/mean)."""
+    per_fn = sorted(c for c in columns if c.startswith("rewards/") and c.endswith("/mean"))
+    return ("reward/mean", *per_fn)
+
+
+def panels(columns: list[str]) -> list[Panel]:
+    """The Live page's charts for the columns this run has (PPO adds value/* metrics)."""
+    out = [
+        Panel(t("panel.reward.title"), reward_metrics(columns), t("panel.reward.help"), t("unit.reward")),
+        Panel(t("panel.eval.title"), ("eval/accuracy", "eval/reward_mean"), t("panel.eval.help"), t("unit.score")),
+        Panel(t("panel.advantage.title"), ("advantage/std", "advantage/min", "advantage/max"),
+              t("panel.advantage.help"), "A"),
+        Panel(t("panel.no_signal.title"), ("groups/frac_zero_std",), t("panel.no_signal.help"), t("unit.fraction")),
+        Panel(t("panel.kl.title"), ("kl/mean", "kl/approx"), t("panel.kl.help"), "nats"),
+        Panel(t("panel.clip.title"), ("clip/low", "clip/high", "clip/total"),
+              t("panel.clip.help"), t("unit.fraction")),
+        Panel(t("panel.ratio.title"), ("ratio/min", "ratio/mean", "ratio/max"),
+              t("panel.ratio.help"), t("unit.ratio"), ratio=True),
+        Panel(t("panel.entropy.title"), ("entropy/mean",), t("panel.entropy.help"), "nats"),
+        Panel(t("panel.losses.title"), ("loss/policy", "loss/total", "value/loss"), t("panel.losses.help"),
+              t("unit.loss")),
+        Panel(t("panel.grad.title"), ("grad/norm",), t("panel.grad.help"), t("unit.norm")),
+        Panel(t("panel.length.title"), ("completion/length_mean", "completion/length_max"), t("panel.length.help"),
+              t("unit.tokens")),
+        Panel(t("panel.truncated.title"), ("completion/truncated_frac",), t("panel.truncated.help"),
+              t("unit.fraction")),
+        Panel(t("panel.throughput.title"), ("perf/tokens_per_s",), t("panel.throughput.help"),
+              t("unit.tokens_per_s")),
+        Panel(t("panel.phases.title"), PHASE_METRICS, t("panel.phases.help"), t("unit.seconds"), stacked=True),
+        Panel(t("panel.value.title"), ("value/explained_variance", "value/clip_frac", "value/mean", "returns/mean"),
+              t("panel.value.help"), ""),
+    ]
+    present = set(columns)
+    kept = (dataclasses.replace(p, metrics=tuple(m for m in p.metrics if m in present)) for p in out)
+    return [p for p in kept if p.metrics]
+
+
+def other_metrics(columns: list[str]) -> list[str]:
+    """Metric columns no panel shows (lr, reward/std, rewards/<fn>/none_frac, ...)."""
+    shown = {m for p in panels(columns) for m in p.metrics}
+    return [c for c in columns if c not in shown and c not in ("step", "time", "wall_s")]

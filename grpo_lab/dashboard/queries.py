@@ -1,0 +1,116 @@
+"""The Groups and Compare pages' questions about the big tables (samples, tokens), cached briefly.
+
+A run of 10,000 steps holds a million sample rows; these pages never load them all: each view
+asks for one step, one group, or an aggregate, through rundir.query (DuckDB over the visible part
+files, damaged parts reported and left out). A group is `(step, group)`, a column of the table.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from grpo_lab.dashboard.data import runs_dir
+from grpo_lab.rundir import query as rq
+from grpo_lab.rundir.reader import run_path, table_parts
+
+
+def version(run: str, table: str) -> tuple:
+    return rq.version(run_path(runs_dir(), run), table)
+
+
+def query(run: str, table: str, sql: str, params: dict[str, Any] | None = None) -> tuple[pd.DataFrame, list[str]]:
+    """grpo_lab.rundir.query.query on the run named `run` in the dashboard's runs folder."""
+    return rq.query(run_path(runs_dir(), run), table, sql, params)
+
+
+# --- samples ----------------------------------------------------------------------------------
+
+@st.cache_data(ttl=10.0, max_entries=128, show_spinner=False)
+def _distinct(run: str, column: str, v: tuple) -> tuple[list, list[str]]:
+    """The sample rows' distinct values of `column` (a fixed name, never user text), ascending."""
+    df, problems = query(run, "samples", f"SELECT DISTINCT {column} FROM {{src}} ORDER BY {column}")
+    return (df[column].tolist() if not df.empty else []), problems
+
+
+def sample_steps(run: str) -> tuple[list[int], list[str]]:
+    """Steps that have sample rows, ascending."""
+    steps, problems = _distinct(run, "step", version(run, "samples"))
+    return [int(s) for s in steps], problems
+
+
+@st.cache_data(ttl=30.0, max_entries=256, show_spinner=False)
+def _step_rows(run: str, step: int, v: tuple) -> tuple[pd.DataFrame, list[str]]:
+    df, problems = query(run, "samples", "SELECT * EXCLUDE (filename, file_row_number) FROM {src} "
+                         'WHERE step = $step ORDER BY "group", sample_idx', {"step": step})
+    return df, problems
+
+
+def step_samples(run: str, step: int) -> tuple[pd.DataFrame, list[str]]:
+    """Every completion of one step, by group and sample_idx."""
+    return _step_rows(run, int(step), version(run, "samples"))
+
+
+SUMMARY_SQL = """
+SELECT step, "group", any_value(prompt_id) AS prompt_id, any_value(prompt) AS prompt, count(*) AS size,
+       avg(reward) AS mean_reward, stddev_pop(reward) AS std,
+       max(advantage) AS a_max, min(advantage) AS a_min, max(abs(advantage)) AS a_abs
+FROM {src} {where} GROUP BY step, "group" {having} ORDER BY {order} LIMIT {limit}
+"""
+SUMMARY_MODES = {  # mode: (filter on groups, order)
+    "no_signal": ("HAVING max(abs(advantage)) = 0", 'step DESC, "group"'),
+    "positive": ("", 'a_max DESC, step DESC, "group"'),
+    "negative": ("", 'a_min ASC, step DESC, "group"'),
+    "prompt": ("", 'step, "group"'),
+}
+
+
+@st.cache_data(ttl=10.0, max_entries=64, show_spinner=False)
+def _summaries(run: str, mode: str, arg: str, limit: int, v: tuple) -> tuple[pd.DataFrame, list[str]]:
+    having, order = SUMMARY_MODES[mode]
+    where = "WHERE prompt_id = $arg" if mode == "prompt" else ""
+    sql = (SUMMARY_SQL.replace("{where}", where).replace("{having}", having)
+           .replace("{order}", order).replace("{limit}", str(int(limit))))
+    return query(run, "samples", sql, {"arg": arg} if mode == "prompt" else None)
+
+
+def group_summaries(run: str, mode: str, arg: str = "", limit: int = 200) -> tuple[pd.DataFrame, list[str]]:
+    """Groups across the run, one row each (step, group, prompt_id, mean_reward, std, a_max,
+    a_min): mode no_signal (every A = 0), positive / negative (largest A first / smallest A
+    first), or prompt (the groups of prompt_id `arg`, by step)."""
+    return _summaries(run, mode, arg, limit, version(run, "samples"))
+
+
+@st.cache_data(ttl=10.0, max_entries=64, show_spinner=False)
+def _search(run: str, text: str, limit: int, v: tuple) -> tuple[pd.DataFrame, list[str]]:
+    sql = (f'SELECT step, "group", prompt_id, sample_idx, completion, reward, advantage FROM {{src}} '
+           f'WHERE contains(lower(completion), lower($text)) ORDER BY step DESC, "group", sample_idx LIMIT {int(limit)}')
+    return query(run, "samples", sql, {"text": text})
+
+
+def search_completions(run: str, text: str, limit: int = 200) -> tuple[pd.DataFrame, list[str]]:
+    """Completions containing `text` (case-insensitive, literal: no wildcards), newest first."""
+    return _search(run, text, limit, version(run, "samples"))
+
+
+def prompt_ids(run: str) -> tuple[list[str], list[str]]:
+    ids, problems = _distinct(run, "prompt_id", version(run, "samples"))
+    return [str(i) for i in ids], problems
+
+
+# --- tokens -----------------------------------------------------------------------------------
+
+
+@st.cache_data(ttl=30.0, max_entries=256, show_spinner=False)
+def _tokens(run: str, step: int, group: int, v: tuple) -> tuple[pd.DataFrame, list[str]]:
+    return query(run, "tokens", 'SELECT * EXCLUDE (filename, file_row_number) FROM {src} '
+                 'WHERE step = $step AND "group" = $group ORDER BY sample_idx, position', {"step": step, "group": group})
+
+
+def group_tokens(run: str, step: int, group: int) -> tuple[pd.DataFrame, list[str]]:
+    """Token rows of one group (empty when the trainer kept no token detail for it)."""
+    if not table_parts(run_path(runs_dir(), run), "tokens")[0]:
+        return pd.DataFrame(), []
+    return _tokens(run, int(step), int(group), version(run, "tokens"))

@@ -1,0 +1,133 @@
+"""Widgets and helpers the training pages share: the run picker, state badges, warnings, and a
+guard that turns an unexpected error into a message instead of a traceback."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Iterator
+
+import streamlit as st
+
+from grpo_lab.dashboard import data
+from grpo_lab.dashboard.i18n import t
+from grpo_lab.rundir.reader import RunInfo
+
+log = logging.getLogger("dashboard")
+STATE_ICONS = {"starting": "⏳", "running": "🟢", "finished": "✅", "stopped": "⏹️", "failed": "❌",
+               "launching": "🚀", "queued": "⏸️", "failed to start": "❌", "unknown": "❔"}
+SELECTED = "run"  # session_state key: the run last opened on any page
+
+
+@contextlib.contextmanager
+def guard(page: str) -> Iterator[None]:
+    """Show an unexpected error as one line (details in the server log), never a traceback."""
+    try:
+        yield
+    except Exception as exc:  # noqa: BLE001 - st.rerun/st.stop are BaseException and pass through
+        log.exception("%s page failed", page)
+        st.error(t("ui.page_failed", page=page, error=f"{type(exc).__name__}: {exc}"))
+
+
+def state_name(state: str) -> str:
+    """A run state (status.json's `state`) in the current language; an unknown one as it is."""
+    names = {"starting": t("state.starting"), "running": t("state.running"), "finished": t("state.finished"),
+             "stopped": t("state.stopped"), "failed": t("state.failed"), "launching": t("state.launching"), "queued": t("state.queued"),
+             "failed to start": t("state.failed_to_start"), "unknown": t("state.unknown")}
+    return names.get(state, str(state))
+
+
+def state_label(state: str) -> str:
+    return f"{STATE_ICONS.get(state, '❔')} {state_name(state)}"
+
+
+def warn(problems: list[str], limit: int = 5) -> None:
+    """One warning box for a table's problems (missing, empty, damaged parts)."""
+    unique = list(dict.fromkeys(problems))
+    if unique:
+        more = "\n- " + t("ui.more_problems", n=len(unique) - limit) if len(unique) > limit else ""
+        st.warning(t("ui.readable") + "\n" + "\n".join(f"- {p}" for p in unique[:limit]) + more, icon="⚠️")
+
+
+def headings() -> dict[str, str]:
+    """Column -> heading in the current language, for the tables the training pages show. The
+    frames keep their column names (code and tests read them); only what the reader sees changes."""
+    return {
+        "name": t("col.name"), "run": t("col.run"), "algo": t("col.algo"), "model": t("col.model"),
+        "task": t("col.task"), "state": t("col.state"), "progress": t("col.progress"), "step": t("col.step"),
+        "steps": t("col.steps"), "latest reward": t("col.latest_reward"), "doctor": t("col.doctor"),
+        "started": t("col.started"), "duration": t("col.duration"), "option": t("col.option"),
+        "value": t("col.value"), "source": t("col.source"), "group": t("col.group"), "prompt_id": t("col.prompt_id"),
+        "sample_idx": t("col.sample_idx"), "completion": t("col.completion"), "reward": t("col.reward"),
+        "advantage": t("col.advantage"), "mean_reward": t("col.mean_reward"), "std": t("col.std"),
+        "a_max": t("col.a_max"), "a_min": t("col.a_min"), "mean": t("col.mean"), "effect": t("col.effect"),
+        "A_i (recomputed)": t("col.recomputed"), "A_i (logged)": t("col.logged"),
+        "A_i (GRPO would use)": t("col.grpo_would_use"), "A (PPO, logged)": t("col.ppo_logged"),
+        "effect under GRPO": t("col.effect_grpo"), "answer read": t("col.answer_read"),
+        "reference read": t("col.reference_read"), "score": t("col.score"), "decided by": t("col.decided_by"),
+        "why": t("col.why"), "position": t("col.position"), "token": t("col.token"), "ratio": t("col.ratio"),
+        "return": t("col.return"), "token_reward": t("col.token_reward"), "final reward": t("col.final_reward"),
+        "best reward": t("col.best_reward"), "best at step": t("col.best_at"), "final KL": t("col.final_kl"),
+        "final clip fraction": t("col.final_clip"), "wall time": t("col.wall_time"),
+    }
+
+
+def column_config(columns, formats: dict[str, str] | None = None, labels: dict[str, str] | None = None) -> dict:
+    """st.dataframe's column_config for `columns`: each known column headed in the current language
+    (`labels` overrides a heading), the columns of `formats` shown as numbers in that format."""
+    heads = {**headings(), **(labels or {})}
+    formats = formats or {}
+    out = {}
+    for c in columns:
+        if c in formats:
+            out[c] = st.column_config.NumberColumn(heads.get(c), format=formats[c])
+        elif c in heads:
+            out[c] = st.column_config.Column(heads[c])
+    return out
+
+
+def pick_run(key: str, label: str | None = None, runs: list[RunInfo] | None = None) -> RunInfo | None:
+    """A run selector that starts on the run last opened anywhere (or ?run= in the URL)."""
+    runs = data.runs() if runs is None else runs
+    names = [r.name for r in runs]
+    if not names:
+        st.info(t("ui.no_runs"))
+        return None
+    wanted = st.query_params.get("run") or st.session_state.get(SELECTED)
+    if st.session_state.get(key) not in names:
+        st.session_state[key] = wanted if wanted in names else names[0]
+    shown = {r.name: f"{r.name}  ·  {state_label(r.state)}" for r in runs}
+    name = st.selectbox(label or t("run.pick"), names, key=key, format_func=shown.get)
+    st.session_state[SELECTED] = name
+    if st.query_params.get("run") != name:
+        st.query_params["run"] = name  # the address names the run: reload and share keep it
+    return next(r for r in runs if r.name == name)
+
+
+def x_names() -> dict[str, str]:
+    """The x-axis switch's names for "step" and "wall" (elapsed time), in the current language.
+    (A format_func gets a dict's lookup, not a function calling t(): it may be called after the run.)"""
+    return {"step": t("chart.x_step"), "wall": t("chart.x_wall")}
+
+
+def x_title(x_mode: str) -> str:
+    """The x-axis title of a curve drawn against steps ("step") or elapsed minutes ("wall")."""
+    return t("chart.x_step") if x_mode == "step" else t("chart.x_wall_title")
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None or seconds < 0:
+        return "—"
+    seconds = int(seconds)
+    h, rem = divmod(seconds, 3600)
+    m, s = divmod(rem, 60)
+    return f"{h}h {m:02d}m" if h else f"{m}m {s:02d}s" if m else f"{s}s"
+
+
+def run_duration(info: RunInfo) -> float | None:
+    started = info.started_at
+    if not started:
+        return None
+    end = time.time() if info.state in data.ACTIVE_STATES else (info.updated_at or started)
+    return end - started

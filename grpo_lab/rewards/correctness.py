@@ -1,0 +1,75 @@
+"""Correctness: 1.0 when the completion's final answer equals the gold, else 0.0, by math-verify.
+
+The gold comes from a dataset column (default `answer`) and may be a bare answer ("19",
+"$\\frac{1}{2}$", "x \\geq 5"), a `\\boxed{}` answer, a worked solution or a GSM8K
+"... #### 72". Where the answer is looked for (`mode`), and who decides, is in
+grpo_lab/rewards/verifier.py: plain numbers and letters are decided in this process, everything else
+by math-verify in a child process with a time limit. No answer scores 0.0: the model had its
+chance, and a wrong format is as wrong as a wrong number. A gold of None scores None.
+
+A sample math-verify gives no verdict for (over `timeout_s`, or its process failed) scores
+None, as TRL's reward contract allows, and counts as a reward error: the reward's `problems`
+attribute names those samples and why (the contract's way to say why a score is missing, read
+by `score_all`), so each gets a message. The call itself never raises for them.
+
+>>> correct = correctness_reward()
+>>> prompts = ["12+7=", "3-10=", "1000+234="]
+>>> correct(prompts, ["19", "The answer is -7.", "1,234"], answer=["19", "-7", "1234"])
+[1.0, 1.0, 1.0]
+>>> correct(["q", "q"], ["no idea", "\\\\boxed{3/4}"], answer=["4", "#### 0.75"])
+[0.0, 1.0]
+>>> correctness_reward(mode="strict")(["q", "q"], ["7", "Answer: 7"], answer=["7", "7"])
+[0.0, 1.0]
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+from grpo_lab.rewards import math_verify_pool
+from grpo_lab.rewards._text import as_text, require_column
+from grpo_lab.rewards.verifier import MODES, judge
+
+
+def correctness_reward(
+    column: str = "answer",
+    mode: str = "lenient",
+    symbolic: bool = True,
+    multiple_choice: bool | None = None,
+    float_rounding: int = 6,
+    timeout_s: float = 5.0,
+    workers: int | None = None,
+):
+    """column: the dataset column with the gold; mode: "lenient" judges the last number or
+    expression when there is no `\\boxed{}` or answer line, "strict" scores that 0;
+    symbolic: False skips math-verify (numbers, letters and plain text only); multiple_choice:
+    None detects a letter gold, True/False force it; float_rounding: decimals compared when a
+    float is involved; timeout_s: wall-time limit per sample for math-verify; workers: its
+    child processes (default one per CPU core, at most 8)."""
+    if mode not in MODES:
+        raise ValueError(f"reward 'correctness': mode must be one of {', '.join(MODES)}, got {mode!r}")
+    if not timeout_s or timeout_s <= 0:
+        raise ValueError(f"reward 'correctness': timeout_s must be > 0, got {timeout_s!r}")
+    if not isinstance(float_rounding, int) or float_rounding < 0:
+        raise ValueError(f"reward 'correctness': float_rounding must be an integer >= 0, got {float_rounding!r}")
+    if workers is not None and workers < 1:
+        raise ValueError(f"reward 'correctness': workers must be >= 1 or None, got {workers!r}")
+    if symbolic and importlib.util.find_spec("math_verify") is None:
+        raise ValueError("reward 'correctness': the math-verify package is missing;"
+                         " pip install -r requirements.txt (or pass symbolic=False)")
+    if symbolic:  # its processes import sympy while the trainer loads the model, not on step 1
+        math_verify_pool.shared_pool(workers or math_verify_pool.default_workers()).start()
+
+    def correctness(prompts, completions, **columns) -> list[float | None]:
+        golds = require_column(columns, column, "correctness")
+        verdicts = judge([as_text(c) for c in completions], list(golds), mode=mode, symbolic=symbolic,
+                         multiple_choice=multiple_choice, float_rounding=float_rounding, timeout_s=timeout_s,
+                         workers=workers)
+        # no verdict: None, as TRL's contract has it; the reasons go where score_all reads them
+        correctness.problems = {i: f"no verdict ({v.reason})" for i, v in enumerate(verdicts)
+                                if v.path in ("timeout", "error")}
+        return [v.score for v in verdicts]
+
+    correctness.problems = {}
+
+    return correctness

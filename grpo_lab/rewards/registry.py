@@ -1,0 +1,110 @@
+"""Reward lookup: a registry name, or a user function named by import path.
+
+Every registered name maps to a *factory*: `factory(**params) -> reward`, where a reward is
+`f(prompts, completions, **columns) -> list[float | None]`. Factories live behind
+"module:attribute" strings so that `import rewards` stays light: asking for `available()`
+must not pull in torch and transformers (the dashboard's launch form calls it).
+
+>>> fn = build("length", max_len=5)
+>>> fn(["q"], ["short", "much too long"])
+[0.0, -0.08]
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import inspect
+from typing import Callable
+
+Reward = Callable[..., list]
+
+_REGISTRY: dict[str, str] = {
+    "correctness": "grpo_lab.rewards.correctness:correctness_reward",
+    "format": "grpo_lab.rewards.rules:format_reward",
+    "length": "grpo_lab.rewards.rules:length_reward",
+    "keywords": "grpo_lab.rewards.rules:keywords_reward",
+    "repetition": "grpo_lab.rewards.rules:repetition_reward",
+    "code_tests": "grpo_lab.rewards.code_tests:code_tests_reward",
+    "reward_model": "grpo_lab.rewards.reward_model:reward_model_reward",
+    "human_feedback": "grpo_lab.rewards.human_feedback:human_feedback_reward",
+}
+
+
+def available() -> list[str]:
+    """The registered reward names, sorted."""
+    return sorted(_REGISTRY)
+
+
+def build(name: str, **params) -> Reward:
+    """A configured reward: a registry name, or `package.module:function` for a user function.
+
+    A user function is returned as is (its params bound with functools.partial), so a TRL
+    reward function works unchanged. Every mistake is a one-line ValueError a user can act on.
+    """
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"reward name must be a non-empty string, got {name!r}")
+    if ":" in name:
+        return _build_user_function(name, params)
+    if name not in _REGISTRY:
+        raise ValueError(
+            f"unknown reward {name!r}; registered rewards: {', '.join(available())}"
+            " (or name a function as 'package.module:function')"
+        )
+    factory = _resolve(_REGISTRY[name], name)
+    _check_params(name, factory, params, require=True)
+    reward = factory(**params)
+    reward.__name__ = name  # TRL logs a reward under its __name__
+    return reward
+
+
+def _build_user_function(path: str, params: dict) -> Reward:
+    fn = _resolve(path, path)
+    if not callable(fn):
+        raise ValueError(f"reward {path!r} is not callable (got {type(fn).__name__})")
+    if not params:
+        return fn
+    _check_params(path, fn, params)
+    bound = functools.partial(fn, **params)
+    bound.__name__ = getattr(fn, "__name__", path)
+    return bound
+
+
+def _resolve(path: str, label: str):
+    module_name, _, attr_path = path.partition(":")
+    if not module_name or not attr_path:
+        raise ValueError(f"reward {label!r}: an import path must look like 'package.module:function'")
+    try:
+        obj = importlib.import_module(module_name)
+    except Exception as exc:  # ImportError, or the module itself failing on import
+        raise ValueError(
+            f"reward {label!r}: cannot import module {module_name!r} ({type(exc).__name__}: {exc})"
+        ) from exc
+    for attr in attr_path.split("."):
+        if not hasattr(obj, attr):
+            raise ValueError(f"reward {label!r}: module {module_name!r} has no attribute {attr_path!r}")
+        obj = getattr(obj, attr)
+    return obj
+
+
+def _check_params(label: str, fn, params: dict, require: bool = False) -> None:
+    # Validate at the edge: a typo in a config should fail at launch, not on step 1.
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return  # builtins without a signature: let the call decide
+    if any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
+        return
+    accepted = [
+        p.name for p in sig.parameters.values() if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+    unknown = sorted(set(params) - set(accepted))
+    if unknown:
+        raise ValueError(
+            f"reward {label!r}: unknown parameter(s) {', '.join(unknown)};"
+            f" accepted: {', '.join(accepted) or '(none)'}"
+        )
+    needed = [p.name for p in sig.parameters.values() if p.default is p.empty and p.name in accepted]
+    missing = [p for p in needed if p not in params]
+    if require and missing:
+        raise ValueError(f"reward {label!r}: missing required parameter(s) {', '.join(missing)}")

@@ -1,0 +1,86 @@
+"""python -m grpo_lab.rundir.import SOURCE --name NAME: a finished TRL or verl run as a run directory.
+
+SOURCE is a TRL output folder (completions/completions_<step>.parquet from log_completions=True,
+and trainer_state.json) or a verl rollout dump (trainer.rollout_data_dir: <step>.jsonl files).
+The run is written into a temporary folder beside the target and renamed at the end; a source
+that cannot be read gets one line naming the file and what was expected, and exit status 2.
+See docs/trl-and-verl.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from grpo_lab.rundir.importers import trl, verl
+from grpo_lab.rundir.importers.build import SourceError, build_run
+from grpo_lab.rundir.layout import default_runs_dir
+from grpo_lab.rundir.reader import RunNameError, check_name
+from grpo_lab.trainer.objective import STD_MODES
+
+FORMATS = ("auto", "trl", "verl")
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m grpo_lab.rundir.import", description=__doc__.split("\n\n")[0])
+    p.add_argument("source", help="a TRL output folder or a verl rollout dump folder")
+    p.add_argument("--name", required=True, help="the new run's name (letters, digits, . _ -)")
+    p.add_argument("--runs-dir", default=None, help="folder of run directories (default: $GRPO_LAB_RUNS_DIR or ./runs)")
+    p.add_argument("--format", choices=FORMATS, default="auto", help="what SOURCE is (auto: look at its files)")
+    p.add_argument("--std-mode", choices=STD_MODES, default="sample",
+                   help="verl: how the advantages are recomputed (sample: N-1 std, as verl's GRPO; group: 1/G, "
+                        "the chapter). TRL: recorded only (TRL's own advantages are kept); sample is TRL's default")
+    p.add_argument("--group-size", type=int, default=None,
+                   help="TRL: num_generations (default: inferred from runs of the same prompt)")
+    p.add_argument("--reward-weights", default="",
+                   help="TRL: reward_weights as name=weight,... (default 1 each) for the total reward column")
+    return p.parse_args(argv)
+
+
+def weights(text: str) -> dict[str, float]:
+    out = {}
+    for item in filter(None, (s.strip() for s in text.split(","))):
+        key, _, value = item.partition("=")
+        try:
+            if not key.strip():
+                raise ValueError
+            out[key.strip()] = float(value)
+        except ValueError:
+            raise SourceError(f"--reward-weights {text!r}: expected name=weight,... "
+                              "(e.g. correct=1,format=0.5)") from None
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    source = Path(args.source)
+    runs_dir = Path(args.runs_dir or default_runs_dir())
+    try:
+        check_name(args.name)
+        if not source.is_dir():
+            raise SourceError(f"{source}: expected a folder (a TRL output folder or a verl rollout dump)")
+        if args.group_size is not None and args.group_size < 1:
+            raise SourceError(f"--group-size {args.group_size}: must be >= 1")
+        kind = args.format
+        if kind == "auto":
+            kind = "trl" if trl.looks_like(source) else "verl" if verl.looks_like(source) else None
+        if kind is None:
+            raise SourceError(f"{source}: expected a TRL output folder (completions/completions_<step>.parquet, "
+                              "trainer_state.json) or a verl rollout dump (<step>.jsonl files)")
+        if kind == "trl":
+            w = weights(args.reward_weights)
+            fill = lambda paths: trl.convert(source, paths, name=args.name, std_mode=args.std_mode,  # noqa: E731
+                                             group_size=args.group_size, reward_weights=w)
+        else:
+            fill = lambda paths: verl.convert(source, paths, name=args.name, std_mode=args.std_mode)  # noqa: E731
+        target = build_run(runs_dir, args.name, fill)
+    except (SourceError, RunNameError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"imported {kind} run {source} -> {target}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

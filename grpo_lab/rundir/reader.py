@@ -1,0 +1,252 @@
+"""Reading run directories without trusting them: listing runs, safe paths, incremental tables.
+
+The trainer is the only writer (docs/run-directory.md); a reader must cope with a run that is
+being written, was killed half-way, or was damaged on disk. Nothing here raises on a bad run:
+each reader returns what it could read plus `problems`, one line a person can act on.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from grpo_lab.rundir.layout import SCHEMA_VERSION, TABLES, RunPaths, read_json, valid_run_name, visible_parts
+from grpo_lab.rundir.status import read_status
+
+class RunNameError(ValueError):
+    """A run name that is not allowed, or that would lead outside the runs folder."""
+
+
+def check_name(name: Any) -> str:
+    if not valid_run_name(name):
+        raise RunNameError(f"run name {name!r}: use 1-100 letters, digits, '.', '_', '-' "
+                           "(starting with a letter or digit, no '..')")
+    return name
+
+
+def run_path(runs_dir: str | Path, name: str) -> Path:
+    """`runs_dir/name`, refused unless it stays inside runs_dir (no '..', no symlink out)."""
+    check_name(name)
+    root = Path(runs_dir).resolve()
+    path = root / name
+    if path.resolve().parent != root:
+        raise RunNameError(f"run {name!r} points outside the runs folder {root}")
+    return path
+
+
+# --- runs -------------------------------------------------------------------------------------
+
+
+@dataclass
+class RunInfo:
+    """One run directory as a listing sees it: status.json and config.json, both optional."""
+
+    name: str
+    path: Path
+    status: dict[str, Any] | None
+    config: dict[str, Any] | None
+    problems: list[str] = field(default_factory=list)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """A field from status.json, else config.json (status copies name/algo/model/task)."""
+        for source in (self.status, self.config):
+            if source and source.get(key) is not None:
+                return source[key]
+        return default
+
+    @property
+    def algo(self) -> str:
+        return str(self.get("algo", "?"))
+
+    @property
+    def state(self) -> str:
+        return str(self.get("state", "unknown"))
+
+    @property
+    def step(self) -> int:
+        return _int(self.get("step"), 0)
+
+    @property
+    def total_steps(self) -> int:
+        return _int(self.get("total_steps", self.get("max_steps")), 0)
+
+    @property
+    def error(self) -> str | None:
+        error = (self.status or {}).get("error")
+        return None if error is None else str(error)
+
+    @property
+    def started_at(self) -> float | None:
+        return _float(self.get("started_at"))
+
+    @property
+    def updated_at(self) -> float | None:
+        return _float(self.get("updated_at"))
+
+
+def _int(value: Any, default: int) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError, OverflowError):
+        return default
+
+
+def _float(value: Any) -> float | None:
+    try:
+        return float(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def read_run(runs_dir: str | Path, name: str) -> RunInfo:
+    path = run_path(runs_dir, name)
+    paths = RunPaths(path)
+    problems: list[str] = []
+    if not path.is_dir():
+        return RunInfo(name, path, None, None, [f"no run directory {path}"])
+    status = read_status(paths.status)
+    config = read_json(paths.config)
+    if status is None:
+        problems.append("status.json is missing or unreadable: the run may still be starting, or never started")
+    if config is None:
+        problems.append("config.json is missing or unreadable")
+    written = _int((status or {}).get("schema_version"), SCHEMA_VERSION)
+    if written > SCHEMA_VERSION:
+        problems.append(f"written by a newer version of grpo-lab (run-directory schema {written}; this one reads up "
+                        f"to {SCHEMA_VERSION}): upgrade grpo-lab to open it")
+    return RunInfo(name, path, status, config, problems)
+
+
+def list_runs(runs_dir: str | Path) -> list[RunInfo]:
+    """Every run directory under runs_dir, newest first; entries that are not runs are skipped."""
+    try:
+        entries = sorted(os.scandir(runs_dir), key=lambda e: e.name)
+    except OSError:
+        return []
+    runs = []
+    for entry in entries:
+        if not valid_run_name(entry.name):
+            continue
+        try:
+            if entry.is_dir():
+                runs.append(read_run(runs_dir, entry.name))
+        except (OSError, RunNameError):
+            continue
+    runs.sort(key=lambda r: (r.started_at or 0.0, r.name), reverse=True)
+    return runs
+
+
+def tail(path: Path, lines: int = 40, max_bytes: int = 64_000) -> str:
+    """The last `lines` lines of a text file ('' when missing), reading at most max_bytes."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - max_bytes))
+            data = fh.read()
+    except OSError:
+        return ""
+    text = data.decode("utf-8", errors="replace").replace("\r", "\n")
+    return "\n".join(text.splitlines()[-lines:])
+
+
+# --- tables -----------------------------------------------------------------------------------
+
+
+def part_identity(path: Path) -> tuple | None:
+    """(name, size, mtime, inode): a part is immutable, so a new identity means new content."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (path.name, st.st_size, st.st_mtime_ns, st.st_ino)
+
+
+def table_parts(run_dir: Path, table: str) -> tuple[list[Path], list[str]]:
+    """Visible parts of a table, and a problem line when the table is missing or empty."""
+    folder = RunPaths(Path(run_dir)).table(table)
+    if not folder.is_dir():
+        return [], [f"table {table!r} is missing (tables/{table}/ does not exist yet)"]
+    parts = visible_parts(folder)
+    if not parts:
+        return [], [f"table {table!r} has no data yet"]
+    return parts, []
+
+
+def read_part(path: Path, columns: list[str] | None = None) -> pa.Table:
+    if columns is None:
+        return pq.read_table(path)
+    names = pq.read_schema(path).names
+    return pq.read_table(path, columns=[c for c in columns if c in names])
+
+
+@dataclass
+class TableRead:
+    table: pa.Table | None  # None: nothing readable
+    problems: list[str]
+    version: tuple  # changes whenever the content may have changed
+    new_rows: int  # rows read from parts not seen before (0: nothing new)
+
+
+class TableReader:
+    """One table of one run, read incrementally: each call reads only parts it has not seen.
+
+    Parts are immutable (written under a temporary name, then renamed), so a part is known by its
+    identity; compaction and resume replace parts by new ones, which are read once. A part that
+    cannot be read (truncated, corrupt, vanished) is reported and skipped; it is tried again on
+    the next call in case it was being replaced.
+    """
+
+    def __init__(self, run_dir: Path, table: str, columns: list[str] | None = None):
+        if table not in TABLES:
+            raise ValueError(f"table: must be one of {TABLES}, got {table!r}")
+        self.run_dir, self.table, self.columns = Path(run_dir), table, columns
+        self._parts: dict[tuple, pa.Table] = {}
+        self._order: tuple = ()
+        self._joined: pa.Table | None = None
+        self._lock = threading.Lock()
+
+    def read(self) -> TableRead:
+        with self._lock:
+            paths, problems = table_parts(self.run_dir, self.table)
+            idents, new_rows, parts = [], 0, {}
+            for path in paths:
+                ident = part_identity(path)
+                if ident is None:
+                    continue  # vanished between listing and stat: compaction; the merged part is listed
+                if ident in self._parts:
+                    parts[ident] = self._parts[ident]
+                else:
+                    try:
+                        parts[ident] = read_part(path, self.columns)
+                        new_rows += parts[ident].num_rows
+                    except Exception as exc:  # noqa: BLE001 - any unreadable part is reported, not raised
+                        problems.append(f"{self.table}/{path.name} could not be read and was skipped "
+                                        f"({type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else 'no detail'})")
+                        continue
+                idents.append(ident)
+            order = tuple(idents)
+            if order != self._order:
+                self._parts, self._order = parts, order
+                self._joined = _concat(list(parts.values()))
+            return TableRead(self._joined, problems, order, new_rows)
+
+
+def _concat(tables: list[pa.Table]) -> pa.Table | None:
+    if not tables:
+        return None
+    if len(tables) == 1:
+        return tables[0]
+    try:
+        return pa.concat_tables(tables, promote_options="permissive")
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        # Incompatible schemas (a damaged or foreign part): keep the columns they share.
+        common = [n for n in tables[0].schema.names if all(n in t.schema.names for t in tables)]
+        return pa.concat_tables([t.select(common).cast(tables[0].select(common).schema, safe=False)
+                                 for t in tables])

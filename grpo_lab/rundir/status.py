@@ -1,0 +1,71 @@
+"""status.json: what a run is doing now. Written atomically by the trainer, read by anyone."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from grpo_lab.rundir.layout import SCHEMA_VERSION, read_json, write_json_atomic
+
+STATES = ("starting", "running", "finished", "failed", "stopped")
+ACTIVE_STATES = ("starting", "running")
+
+
+class StatusFile:
+    """The trainer's handle on status.json; every update rewrites the whole file atomically."""
+
+    def __init__(self, path: Path, **fields: Any):
+        self.path = Path(path)
+        now = time.time()
+        self.data: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION,
+            "state": "starting",
+            "pid": os.getpid(),
+            "step": 0,
+            "total_steps": 0,
+            "started_at": now,
+            "updated_at": now,
+            "error": None,
+            **fields,
+        }
+
+    def update(self, **fields: Any) -> None:
+        if "state" in fields and fields["state"] not in STATES:
+            raise ValueError(f"state: must be one of {STATES}, got {fields['state']!r}")
+        self.data.update(fields, updated_at=time.time())
+        write_json_atomic(self.path, self.data)
+
+
+def pid_alive(pid: Any) -> bool:
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie (exited, not yet reaped by its parent) is not alive for our purposes.
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def read_status(path: Path) -> dict[str, Any] | None:
+    """status.json as written, plus `alive`; an active state whose process is gone reads as failed.
+
+    A trainer killed with SIGKILL cannot write its own epitaph, so the reader supplies it.
+    """
+    data = read_json(path)
+    if data is None:
+        return None
+    alive = pid_alive(data.get("pid"))
+    data["alive"] = alive
+    if data.get("state") in ACTIVE_STATES and not alive:
+        data["state"] = "failed"
+        data["error"] = data.get("error") or "trainer process ended without reporting (killed?)"
+    return data

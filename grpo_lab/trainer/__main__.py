@@ -1,0 +1,24 @@
+"""python -m grpo_lab.trainer: train with GRPO or PPO; see --help for every option."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from grpo_lab.trainer.config import ConfigError, load_config
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        cfg = load_config(argv)
+        from grpo_lab.trainer.run import train  # torch and transformers load only after the config is good
+
+        return train(cfg)
+    except ConfigError as exc:
+        if os.environ.get("RANK", "0") == "0":  # under a launcher every process refuses; rank 0 says why
+            print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

