@@ -194,7 +194,7 @@ def test_every_text_has_both_languages_and_the_same_placeholders():
 
 
 def test_every_text_key_used_by_the_pages_exists():
-    dashboard = Path(__file__).resolve().parent.parent / "dashboard"
+    dashboard = Path(__file__).resolve().parent.parent / "grpo_lab" / "dashboard"
     concept_pages = ("ppo_vs_grpo", "group_advantage", "ratio_clip", "kl_divergence", "grpo_objective", "quiz")
     used = set()
     files = [dashboard / "app_pages" / f"{p}.py" for p in concept_pages] + list((dashboard / "concepts").glob("*.py"))

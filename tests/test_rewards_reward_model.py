@@ -101,7 +101,7 @@ def test_missing_directory_is_a_clear_error(tmp_path):
 def test_offline_hub_id_is_a_clear_one_line_error():
     # A subprocess: huggingface_hub reads HF_HUB_OFFLINE when it is first imported.
     code = (
-        "import rewards\n"
+        "from grpo_lab import rewards\n"
         "try:\n    rewards.build('reward_model', model='some-org/some-reward-model')\n"
         "except ValueError as e:\n    print('ERROR', e)\n"
     )

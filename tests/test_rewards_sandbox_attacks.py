@@ -219,7 +219,7 @@ def caller_python(user: pwd.struct_passwd, root: str) -> str:
     if key not in _pythons:
         tried = []
         for python in dict.fromkeys(p for p in INTERPRETERS if os.path.exists(p)):
-            check = f"import sys; sys.path.insert(0, {root!r}); import rewards.code_tests"
+            check = f"import sys; sys.path.insert(0, {root!r}); import grpo_lab.rewards.code_tests"
             done = run_as(user, [python, "-c", check])
             if done.returncode == 0:
                 _pythons[key] = python
