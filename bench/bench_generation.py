@@ -7,7 +7,6 @@ sampling call (trainer.rollout.sample), for SmolLM2-135M and the built-in tiny m
 Variants (each is `sample` with extra keyword arguments for `generate`):
   dynamic   today's call: DynamicCache grown token by token
   static    cache_implementation="static": one pre-allocated cache of prompt + max_new_tokens
-  nocache   use_cache=False: every token recomputes the whole prefix (the floor to beat)
   compiled  (--compile) static cache with decoding compiled by torch.compile (transformers only
             compiles on accelerators unless told to: CompileConfig(_compile_all_devices=True));
             its first call, which compiles, is reported apart
@@ -30,7 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def variants(compile_too: bool) -> dict[str, dict]:
-    out = {"dynamic": {}, "static": {"cache_implementation": "static"}, "nocache": {"use_cache": False}}
+    out = {"dynamic": {}, "static": {"cache_implementation": "static"}}
     if compile_too:
         from transformers import CompileConfig
 
@@ -61,6 +60,7 @@ def time_model(name: str, rounds: int, prompts: int, group: int, max_new_tokens:
             start = time.perf_counter()
             rollout = sample(model, tokenizer, texts, group, max_new_tokens, 1.0, torch.device("cpu"))
             elapsed = time.perf_counter() - start
+            print(f"  {name} round {r} {key}: {elapsed:.2f} s", file=sys.stderr, flush=True)
             if r == 0:
                 first[key] = elapsed
                 continue
