@@ -5,10 +5,15 @@
     .venv/bin/python bench/bench_dashboard.py --browser    # also time a real Chromium page load
 
 Targets (issue 3, on 2 cores): first render of Live <= 1.5 s, a refresh <= 0.3 s, Groups for one
-step <= 0.5 s. The run is written with rundir.writer (the trainer's own writer), every column of
-docs/run-directory.md, and compacted as the trainer leaves it. Pages are timed server-side with
-Streamlit's AppTest (the whole script run: reading, downsampling, chart specs, serialisation);
-caches are emptied before each "first" figure, imports are not (a dashboard imports once).
+step <= 0.5 s; issue 14: Live fully drawn in a real browser <= 1.5 s. The run is written with
+rundir.writer (the trainer's own writer), every column of docs/run-directory.md, and compacted as the
+trainer leaves it. Pages are timed server-side with Streamlit's AppTest (the whole script run: reading,
+downsampling, chart specs, serialisation); caches are emptied before each "first" figure, imports are
+not (a dashboard imports once).
+
+--browser: from navigation to every chart of the first paint drawn (the overview; the other sections
+wait in closed expanders, grpo_lab/dashboard/live_view.py), median of three loads; then, once, the seconds from
+clicking the first closed section to every section's charts drawn, opening them one after another.
 """
 
 from __future__ import annotations
@@ -185,14 +190,21 @@ def bench(runs_dir: Path, name: str, repeats: int) -> dict[str, list[float]]:
     return out
 
 
-def browser_load(runs_dir: Path, names: list[str]) -> dict[str, float]:
-    """Seconds from navigation to every chart of Live drawn, in headless Chromium, per run."""
+def browser_load(runs_dir: Path, names: list[str]) -> dict[str, tuple[float, float]]:
+    """Per run: (seconds from navigation to every chart of Live's first paint drawn, median of three;
+    seconds from opening the first closed section to the charts of all of them drawn), headless Chromium."""
     import socket
     import subprocess
     import urllib.request
 
     from playwright.sync_api import sync_playwright
 
+    from grpo_lab.dashboard import metrics
+
+    sections = [p.section for p in metrics.panels(["step", "time", "wall_s", *SCALARS])]  # the bench runs' columns
+    first = sections.count("overview")
+    # the closed sections' charts, in page order; last the ratio histogram's heatmap and one step's bars
+    closed = [n for n in map(sections.count, metrics.SECTIONS[1:]) if n] + [2]
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -201,6 +213,11 @@ def browser_load(runs_dir: Path, names: list[str]) -> dict[str, float]:
                                "--server.port", str(port), "--server.headless", "true",
                                "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
                               cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def drawn(n: int) -> str:  # n charts on the page, and every one of them drawn
+        return ("(() => { const cs = [...document.querySelectorAll('[data-testid=stVegaLiteChart]')]; "
+                f"return cs.length >= {n} && cs.every(c => c.querySelector('canvas, svg')); }})()")
+
     try:
         for _ in range(200):
             try:
@@ -212,19 +229,23 @@ def browser_load(runs_dir: Path, names: list[str]) -> dict[str, float]:
             browser = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True,
                                         args=["--no-sandbox", "--disable-gpu"])
             page = browser.new_page(viewport={"width": 1500, "height": 1000})
-            drawn = ("document.querySelectorAll('[data-testid=stVegaLiteChart] canvas, "
-                     "[data-testid=stVegaLiteChart] svg').length >= 14")
             out = {}
             for name in names:
                 page.goto(f"http://127.0.0.1:{port}/live?run={name}")  # warm the server: imports, first caches
-                page.wait_for_function(drawn, timeout=120_000)
+                page.wait_for_function(drawn(first), timeout=120_000)
                 times = []
                 for _ in range(3):
                     start = time.perf_counter()
                     page.goto(f"http://127.0.0.1:{port}/live?run={name}")
-                    page.wait_for_function(drawn, timeout=120_000)
+                    page.wait_for_function(drawn(first), timeout=120_000)
                     times.append(time.perf_counter() - start)
-                out[name] = statistics.median(times)
+                expanders = page.locator("[data-testid=stExpander] summary")
+                shown, start = first, time.perf_counter()
+                for i, n in enumerate(closed):
+                    expanders.nth(i).click()
+                    shown += n
+                    page.wait_for_function(drawn(shown), timeout=120_000)
+                out[name] = (statistics.median(times), time.perf_counter() - start)
             browser.close()
             return out
     finally:
@@ -263,8 +284,12 @@ def main() -> None:
             print(f"{key:<26}{statistics.median(values):>12.3f}{max(values):>10.3f}"
                   f"{statistics.median(CPU.get(key, [0.0])):>12.3f}   {verdict}")
         if args.browser:
-            for run, seconds in browser_load(runs_dir, ["small", name]).items():
-                print(f"{'browser: Live drawn, ' + run:<26}{seconds:>12.3f}   (page load to every chart drawn)")
+            for run, (seconds, opened) in browser_load(runs_dir, ["small", name]).items():
+                print(f"{'browser: Live drawn, ' + run:<26}{seconds:>12.3f}   (page load to every chart of the "
+                      f"first paint drawn) <= 1.5 s  {'ok' if seconds <= 1.5 else 'MISSED'}")
+                print(f"{'browser: sections, ' + run:<26}{opened:>12.3f}   (every closed section opened, one "
+                      "after another, to all their charts drawn)")
+            print(f"load average {os.getloadavg()[0]:.1f}")
     finally:
         if not args.keep:
             shutil.rmtree(runs_dir, ignore_errors=True)

@@ -1,12 +1,14 @@
 """Launching, stopping and resuming the real trainer from the dashboard's launcher."""
 
+import dataclasses
 import os
 import signal
 import time
 
 import pytest
 
-from grpo_lab.dashboard import launcher
+from app_helpers import open_page
+from grpo_lab.dashboard import launch_form, launcher
 from grpo_lab.rundir.layout import write_json_atomic
 from grpo_lab.rundir.reader import read_run
 from grpo_lab.rundir.status import read_status
@@ -38,6 +40,44 @@ def test_bad_form_values_are_refused_before_anything_starts(tmp_path, values, me
     with pytest.raises(launcher.LaunchError, match=message):
         launcher.launch({"name": "x", **values}, tmp_path)
     assert not (tmp_path / launcher.LAUNCH_DIR).exists() and not (tmp_path / "x").exists()
+
+
+def form_inputs(at) -> dict:
+    """The launch form's number inputs by option name (keys: launch_<preset>[_<model kind>]_<option>)."""
+    options = launch_form.MAIN + launch_form.MORE
+    return {next(o for o in options if w.key.endswith("_" + o)): w for w in at.number_input
+            if w.key.startswith("launch_")}
+
+
+def test_the_forms_numbers_carry_the_trainers_bounds(tmp_path, monkeypatch):
+    from grpo_lab.trainer.config import Config
+
+    monkeypatch.setenv("GRPO_LAB_RUNS_DIR", str(tmp_path))
+    inputs = form_inputs(open_page("runs"))
+    bounds = {f.name: f.metadata.get("bounds") for f in dataclasses.fields(Config)}
+    assert {"lr", "beta", "epsilon", "temperature", "group_size", "prompts_per_step", "max_new_tokens", "max_steps",
+            "passes", "sft_steps", "eval_fraction", "eval_every"} <= set(inputs)
+    for name, widget in inputs.items():
+        b = bounds[name]
+        expected = (None, None) if b is None else (b.low, b.high)
+        assert (widget.min, widget.max) == expected, name
+    assert (inputs["lr"].min, inputs["lr"].max) == (0, 1) and inputs["group_size"].max == 1024  # the numbers, once
+
+
+def test_an_out_of_range_number_cannot_be_submitted(tmp_path, monkeypatch):
+    started = []
+    monkeypatch.setenv("GRPO_LAB_RUNS_DIR", str(tmp_path))
+    monkeypatch.setattr(launcher, "launch", lambda values, runs_dir: started.append(values) or ("x", 1))
+    at = open_page("runs")
+    inputs = form_inputs(at)
+    defaults = {name: inputs[name].value for name in ("epsilon", "lr", "group_size", "temperature")}
+    inputs["epsilon"].set_value(50.0)  # above 10
+    inputs["lr"].set_value(5.0)  # above 1
+    inputs["group_size"].set_value(100_000)  # above 1024
+    inputs["temperature"].set_value(0.001)  # below 0.01
+    at.button[[b.label for b in at.button].index("Start training")].click().run()
+    assert len(started) == 1 and {k: started[0][k] for k in defaults} == defaults  # what reached the launcher
+    assert {k: w.value for k, w in form_inputs(at).items() if k in defaults} == defaults
 
 
 def test_a_taken_name_is_refused_and_free_name_skips_it(tmp_path):

@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app_helpers import APP, charts, html_bodies, open_page, texts
+from app_helpers import APP, charts, html_bodies, live_open, open_page, texts
 
 from grpo_lab.rundir.layout import RunPaths, part_name, visible_parts, write_json_atomic
 from grpo_lab.rundir.writer import TableWriter
@@ -167,10 +167,14 @@ def test_runs_shows_each_option_with_where_it_came_from(app):
 # --- Live ---------------------------------------------------------------------------------------
 
 
-def test_live_draws_every_panel_and_the_ratio_histogram(app):
-    at = app("live", "alpha")
+def chart_titles(at) -> list[str]:
     titles = [json.loads(c.proto.spec).get("title") for c in charts(at)]
-    names = [t["text"] if isinstance(t, dict) else t for t in titles]
+    return [t["text"] if isinstance(t, dict) else t for t in titles]
+
+
+def test_live_draws_every_panel_and_the_ratio_histogram(app):
+    at = app("live", "alpha", **live_open())
+    names = chart_titles(at)
     for expected in ("Reward", "Advantage spread", "KL to reference", "Clip fraction", "Ratio pi_theta / pi_old",
                      "Entropy", "Losses", "Gradient norm", "Completion length", "Throughput", "Where the step goes",
                      "Ratio histogram over steps", "Ratio histogram at step 8"):
@@ -180,11 +184,39 @@ def test_live_draws_every_panel_and_the_ratio_histogram(app):
     assert phases["layer"][0]["mark"]["type"] == "area" and phases["layer"][0]["encoding"]["y"]["stack"] == "zero"
     at.segmented_control(key="live_x").set_value("wall").run()
     at.slider(key="live_smoothing").set_value(0.0).run()
-    assert not at.exception and len(charts(at)) == len(titles)
+    assert not at.exception and len(charts(at)) == len(names)
+
+
+def test_live_first_paint_is_the_overview_and_a_section_is_drawn_once_opened(app):
+    at = app("live", "alpha")
+    assert sorted(chart_titles(at)) == ["Clip fraction", "KL to reference", "Reward"]
+    labels = [e.label for e in at.expander]
+    assert labels == ["Policy update: Advantage spread · Groups with no signal · Ratio pi_theta / pi_old · Entropy · "
+                      "Losses · Gradient norm", "Completions: Completion length · Truncated",
+                      "Speed: Throughput · Where the step goes", "Ratio histogram"]
+    at.session_state["live_open_speed"] = True  # what clicking "Speed" does
+    at.run()
+    assert sorted(chart_titles(at)) == ["Clip fraction", "KL to reference", "Reward", "Throughput",
+                                        "Where the step goes"]
+    assert "Where the step goes" in str([c.proto.spec for c in at.expander[2].get("vega_lite_chart")])
+    at.session_state["live_open_histogram"] = True
+    at.run()
+    assert {"Ratio histogram over steps", "Ratio histogram at step 8"} <= set(chart_titles(at))
+    at.number_input(key="live_hist_step").set_value(3).run()
+    assert "Ratio histogram at step 3" in chart_titles(at)
+    at.session_state["live_open_speed"] = False
+    at.run()
+    assert "Throughput" not in chart_titles(at) and not at.exception
+
+
+def test_live_picked_metrics_are_drawn_with_the_overview(app):
+    at = app("live", "alpha")
+    at.multiselect(key="live_extra").set_value(["lr"]).run()
+    assert "More metrics" in chart_titles(at) and len(charts(at)) == 4
 
 
 def test_live_ratio_panel_marks_the_clip_bounds(app):
-    at = app("live", "beta")  # epsilon 0.3
+    at = app("live", "beta", **live_open("update"))  # epsilon 0.3
     spec = next(json.loads(c.proto.spec) for c in charts(at)
                 if json.loads(c.proto.spec).get("title", {}).get("text") == "Ratio pi_theta / pi_old")
     assert [layer["data"]["values"][0]["y"] for layer in spec["layer"] if "data" in layer] == pytest.approx([0.7, 1.3])
@@ -204,12 +236,12 @@ def test_live_on_damaged_runs_warns_instead_of_failing(app, run, expected):
 
 
 def test_live_on_a_hand_edited_run_with_values_of_the_wrong_type(app):
-    at = app("live", "weird")
+    at = app("live", "weird", **live_open())
     assert len(charts(at)) >= 12 and "hit a problem" not in texts(at.error)
 
 
 def test_live_on_a_corrupt_run_still_draws_what_it_can(app):
-    at = app("live", "corrupt")
+    at = app("live", "corrupt", **live_open())
     assert len(charts(at)) >= 12 and "scalars/part-00000090-00000091.parquet" in texts(at.warning)
 
 

@@ -29,6 +29,21 @@ def test_downsampling_caps_points_and_keeps_every_spike():
     assert series.minmax_indices(values[:10], 2000).tolist() == list(range(10))
 
 
+def test_a_long_series_reaches_the_browser_as_a_few_hundred_points_with_its_ends_and_spikes():
+    n = 100_000
+    steps = np.arange(1, n + 1)
+    values = np.random.default_rng(1).normal(size=n)
+    values[31_337], values[64_000] = 40.0, -40.0  # one step's spike and dip
+    df = pd.DataFrame({"step": steps, "loss/total": values})
+    out = series.long_frame(df, ["loss/total"], "step", 0.9)
+    assert len(out) <= series.MAX_POINTS <= 1000  # half a page of chart: 2 points a pixel at most
+    assert out["x"].iloc[0] == 1 and out["x"].iloc[-1] == n and out["x"].is_monotonic_increasing  # the latest step shows
+    assert out["raw"].max() == 40.0 and out["x"][out["raw"].idxmax()] == 31_338
+    assert out["raw"].min() == -40.0 and out["x"][out["raw"].idxmin()] == 64_001
+    kept = out["x"].to_numpy(dtype=int) - 1  # smoothed over every step, then picked at the kept points
+    assert out["smooth"].to_numpy() == pytest.approx(series.ema(values, 0.9)[kept])
+
+
 def test_long_frame_downsamples_each_series_and_skips_missing_metrics():
     steps = np.arange(1, 10_001)
     df = pd.DataFrame({"step": steps, "time": 1e9 + steps * 2.0, "wall_s": steps * 2.0 - 1.0,
@@ -68,3 +83,15 @@ def test_panels_cover_the_documented_metrics_and_ppo_extras():
     assert panels["Losses"] == ("value/loss",)
     assert "Entropy" not in panels
     assert metrics.other_metrics(cols) == ["lr"]
+
+
+def test_every_panel_has_a_live_section_and_every_closed_section_a_heading():
+    from grpo_lab.dashboard import live_view
+
+    cols = ["reward/mean", "eval/accuracy", "advantage/std", "groups/frac_zero_std", "kl/mean", "clip/low", "ratio/max",
+            "entropy/mean", "loss/policy", "grad/norm", "completion/length_mean", "completion/truncated_frac",
+            "perf/tokens_per_s", *metrics.PHASE_METRICS, "value/mean"]
+    sections = [p.section for p in metrics.panels(cols)]
+    assert set(sections) == set(metrics.SECTIONS) and metrics.SECTIONS[0] == "overview"
+    assert list(live_view.section_names()) == list(metrics.SECTIONS[1:])
+    assert sections.count("overview") <= 4  # first paint: a few charts (bench/bench_dashboard.py --browser)

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from streamlit.testing.v1 import AppTest
 
-from app_helpers import APP, open_page
+from app_helpers import APP, live_open, open_page
 from grpo_lab.dashboard import i18n, launch_form, launcher
 from grpo_lab.rundir.layout import RunPaths, write_json_atomic
 from grpo_lab.rundir.writer import TableWriter
@@ -184,10 +184,11 @@ def test_no_runs_in_chinese(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("run", ["alpha", "ppo"])
 def test_live_in_chinese(zh, run):
-    at = zh("live", run)
+    at = zh("live", run, **live_open())
     titles = chart_titles(at)
     assert {"奖励", "裁剪比例", "各步的比率直方图", "第 4 步的比率直方图"} <= set(titles)
-    assert ("价值模型（PPO）" in titles) == (run == "ppo") and at.subheader[0].value == "比率直方图"
+    assert ("价值模型（PPO）" in titles) == (run == "ppo") and at.expander[-1].label == "比率直方图"
+    assert at.expander[0].label.startswith("策略更新：优势分布 · ")
     at.segmented_control(key="live_x").set_value("wall").run()
     rendered(at)
 

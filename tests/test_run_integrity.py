@@ -1,6 +1,10 @@
 """Runs that cannot be corrupted: one writer per run, a compaction killed half-way rolled forward on
-resume, half-written checkpoints cleaned up, sizes and numbers refused before anything is written."""
+resume, half-written checkpoints cleaned up, sizes and numbers refused before anything is written,
+and a full disk (a real one: a small tmpfs) said where the user looks, with no half-made run left."""
 
+import json
+import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -92,7 +96,7 @@ def test_half_written_checkpoints_are_removed_on_resume(tmp_path):
     (["--epsilon", "1e300"], "epsilon: must be in (0, 10]"),
     (["--temperature", "1e-300"], "temperature: must be in [0.01, 100]"),
     (["--rewards", "correctness=nan"], "rewards: must name at least one reward, each with a finite weight"),
-    (["--group-size", "100000000"], "group_size: must be at most 1024"),
+    (["--group-size", "100000000"], "group_size: must be in [1, 1024]"),
     (["--prompts-per-step", "100000000"], "prompts_per_step: must be in [1, 65536]"),
     (["--prompts-per-step", "1000", "--group-size", "1000"], "prompts_per_step: times group_size (1000)"),
     (["--name", "nl\n"], "name: must be 1-100 of letters"),
@@ -123,3 +127,139 @@ def test_a_broken_task_file_gets_one_line_naming_the_line_and_leaves_nothing(tmp
     assert result.returncode == 2 and result.stderr.strip().count("\n") == 0, result.stderr[-3000:]
     assert message in result.stderr
     assert not runs.exists() or not any(runs.iterdir())
+
+
+# --- a full disk --------------------------------------------------------------------------------
+# Run inside a user and mount namespace (no privileges needed) with a tmpfs of a few MB mounted on
+# the runs folder: writes there fail with ENOSPC as on any full disk. The namespace's mount goes
+# with it, so the script inside reports what it saw as one JSON line.
+
+ON_A_SMALL_DISK = textwrap.dedent("""
+    import json, os, shutil, subprocess, sys, time
+    from pathlib import Path
+    from grpo_lab.rundir.layout import read_json
+    from grpo_lab.rundir.status import read_status
+    disk = Path(sys.argv[1])
+    FLAGS = ["--prompts-per-step", "4", "--group-size", "4", "--sft-steps", "5", "--flush-seconds", "0"]
+
+    def trainer(name, *args):
+        cmd = [sys.executable, "-m", "grpo_lab.trainer", "--runs-dir", str(disk), "--name", name, *FLAGS, *args]
+        return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+    def fill(keep=0):
+        \"\"\"Take the disk's free space but `keep` bytes, once: a trainer freeing its reserve later keeps it.\"\"\"
+        left = shutil.disk_usage(disk).free - keep
+        with open(disk / f"pad-{time.time_ns()}", "wb") as fh:
+            while left > 0:
+                try:
+                    fh.write(b"\\0" * min(left, 1 << 16))
+                    fh.flush()
+                except OSError:
+                    break
+                left -= 1 << 16
+
+    def unfill():
+        for pad in disk.glob("pad-*"):
+            pad.unlink()
+
+    def files(folder):
+        return sorted(str(p.relative_to(folder)) for p in Path(folder).rglob("*")) if Path(folder).exists() else None
+
+    def raw_status(name):  # as the trainer wrote it, not as a reader completes it
+        return read_json(disk / name / "status.json") or {}
+""")
+
+
+def on_a_small_disk(tmp_path, size_kb: int, script: str) -> dict:
+    """`script`, after ON_A_SMALL_DISK, on a tmpfs of `size_kb` KB; what it printed last, as JSON."""
+    assert shutil.which("unshare"), "the full-disk tests need unshare (util-linux) to mount a small tmpfs"
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    probe = tmp_path / "probe.py"
+    probe.write_text(ON_A_SMALL_DISK + textwrap.dedent(script))
+    done = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "sh", "-c",
+                           'mount -t tmpfs -o "size=$1k" tmpfs "$2" && exec "$3" "$4" "$2"', "sh", str(size_kb),
+                           str(disk), sys.executable, str(probe)],
+                          cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
+                          timeout=600)
+    # No skip: without a mount namespace this finding cannot be checked, and that must show.
+    assert done.returncode == 0, f"no user and mount namespace here, or the script failed:\n{done.stderr[-4000:]}"
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_run_created_on_a_full_disk_leaves_nothing_and_says_so(tmp_path):
+    seen = on_a_small_disk(tmp_path, 4096, """
+        other = disk / "other"  # another run's files: never touched
+        other.mkdir()
+        (other / "config.json").write_text("{}")
+        out = {}
+        # tmpfs counts 4 KB pages. Full: the lock's pid fails; then the reserve; then config.json; then status.json
+        cases = {"full": 0, "under_reserve": 100 * 1024, "after_reserve": 256 * 1024 + 4096,
+                 "after_config": 256 * 1024 + 8192}
+        for case, keep in cases.items():
+            fill(keep)
+            proc = trainer("new", "--max-steps", "1")
+            _, err = proc.communicate(timeout=300)
+            out[case] = {"rc": proc.returncode, "stderr": err, "left": files(disk / "new")}
+            unfill()
+        proc = trainer("new", "--max-steps", "1")  # with room again, the name is free
+        _, err = proc.communicate(timeout=300)
+        out["room"] = {"rc": proc.returncode, "stderr": err[-2000:], "state": raw_status("new").get("state")}
+        fill(256 * 1024 + 140 * 1024)  # the run's first files fit; its initial checkpoint (340 KB) does not
+        proc = trainer("setup", "--max-steps", "1")
+        _, err = proc.communicate(timeout=300)
+        out["setup"] = {"rc": proc.returncode, "stderr": err[-2000:], "status": raw_status("setup"),
+                        "files": files(disk / "setup")}
+        out["other"] = files(other)
+        print(json.dumps(out))
+    """)
+    for case in ("full", "under_reserve", "after_reserve", "after_config"):
+        result = seen[case]
+        assert result["rc"] == 2, (case, result["stderr"][-3000:])
+        assert result["stderr"].strip().count("\n") == 0, (case, result["stderr"])
+        assert result["stderr"].startswith("error: runs_dir: cannot create run 'new' in "), (case, result["stderr"])
+        assert "No space left on device" in result["stderr"], (case, result["stderr"])
+        assert result["left"] is None, (case, result["left"])  # no half-made folder
+    assert seen["room"]["rc"] == 0 and seen["room"]["state"] == "finished", seen["room"]["stderr"]
+    assert seen["other"] == ["config.json"]
+    # a run whose files exist stays, as a failed run that says why (and can be resumed)
+    setup = seen["setup"]
+    assert setup["rc"] == 1 and setup["status"].get("state") == "failed", setup["stderr"]
+    assert "No space left on device" in setup["status"]["error"]
+    assert "config.json" in setup["files"] and not [f for f in setup["files"] if ".tmp-" in f or ".reserve" in f]
+
+
+def test_a_disk_that_fills_mid_run_ends_it_as_failed_with_the_reason(tmp_path):
+    seen = on_a_small_disk(tmp_path, 32 * 1024, """
+        dead = subprocess.Popen(["true"])
+        dead.wait()
+        ghost = disk / "ghost"  # a run whose trainer died without a word: only the disk can explain
+        ghost.mkdir()
+        (ghost / "status.json").write_text(json.dumps({"state": "running", "pid": dead.pid, "step": 3}))
+        proc = trainer("mid", "--max-steps", "50")
+        deadline = time.time() + 300
+        while ((read_status(disk / "mid" / "status.json") or {}).get("step") or 0) < 2:
+            assert proc.poll() is None and time.time() < deadline, proc.stderr.read()
+            time.sleep(0.05)
+        fill()
+        _, err = proc.communicate(timeout=300)
+        out = {"rc": proc.returncode, "stderr": err[-3000:], "status": raw_status("mid"),
+               "log": (disk / "mid" / "train.log").read_text()[-3000:], "files": files(disk / "mid"),
+               "ghost_full": read_status(ghost / "status.json")["error"]}
+        unfill()
+        out["ghost_room"] = read_status(ghost / "status.json")["error"]
+        resumed = trainer("mid", "--resume", "--max-steps", "3")  # nothing lost that a resume needs
+        _, err = resumed.communicate(timeout=300)
+        out["resumed"] = {"rc": resumed.returncode, "stderr": err[-2000:], "state": raw_status("mid").get("state")}
+        print(json.dumps(out))
+    """)
+    assert seen["rc"] == 1, seen["stderr"]
+    status = seen["status"]  # as written by the trainer, not supplied by a reader
+    assert status.get("state") == "failed" and "No space left on device" in status["error"], (status, seen["stderr"])
+    assert status["step"] >= 2
+    assert "No space left on device" in seen["log"] and "ERROR failed at step" in seen["log"]
+    assert ".reserve" not in seen["files"] and not [f for f in seen["files"] if ".tmp-" in f], seen["files"]
+    assert seen["ghost_full"].startswith("trainer process ended without reporting, on a full disk: No space left on "
+                                         "device ("), seen["ghost_full"]
+    assert seen["ghost_room"] == "trainer process ended without reporting (killed?)"
+    assert seen["resumed"]["rc"] == 0 and seen["resumed"]["state"] == "finished", seen["resumed"]["stderr"]

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 import torch
 
-from app_helpers import ROOT, open_page, texts
+from app_helpers import ROOT, live_open, open_page, texts
 from grpo_lab.rundir.importers import names
 from grpo_lab.rundir.reader import TableReader, read_run
 from grpo_lab.rundir.trl import RunDirCallback
@@ -165,7 +165,7 @@ def test_runs_lists_the_trl_run_beside_the_native_one(app):
 
 
 def test_live_draws_trls_curves_and_says_what_trl_does_not_log(app):
-    at = app("live", "trl-live")
+    at = app("live", "trl-live", **live_open())  # every closed section opened
     titles = [json.loads(c.proto.spec).get("title") for c in at.get("vega_lite_chart")]
     names_shown = [t["text"] if isinstance(t, dict) else t for t in titles]
     for expected in ("Reward", "KL to reference", "Clip fraction", "Entropy", "Gradient norm", "Completion length"):

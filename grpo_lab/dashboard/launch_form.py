@@ -43,6 +43,18 @@ def _as_type(value: Any, default: Any) -> Any:
     return value
 
 
+def _limits(default: Any, bounds: Any) -> dict[str, Any]:
+    """st.number_input's min_value / max_value: the trainer's bounds for the option, of the
+    widget's type. An open end (lr in (0, 1]) is given as the end itself: submitting it gets the
+    trainer's one line. A preset value outside the bounds keeps the widget unbounded, so that
+    the form still opens and the refusal names the option."""
+    if bounds is None or default not in bounds:
+        return {}
+    kind = type(default)
+    return {"min_value": None if bounds.low is None else kind(bounds.low),
+            "max_value": None if bounds.high is None else kind(bounds.high)}
+
+
 def _widget(name: str, spec: dict[str, Any], preset: int, kind: str) -> Any:
     default, choices = spec["default"], spec["choices"]
     label, help_text = t(f"option.{name}.label"), t(f"option.{name}.help")
@@ -56,11 +68,12 @@ def _widget(name: str, spec: dict[str, Any], preset: int, kind: str) -> Any:
     if isinstance(default, bool):
         return st.checkbox(label, default, help=help_text, key=key)
     if isinstance(default, int):
-        return st.number_input(label, value=default, step=1, help=help_text, key=key)
+        return st.number_input(label, value=default, step=1, help=help_text, key=key,
+                               **_limits(default, spec["bounds"]))
     if isinstance(default, float):
         fmt = "%.0e" if 0 < default < 1e-2 else "%.3g"
         return st.number_input(label, value=default, format=fmt, step=default / 10 if default else 0.01,
-                               help=help_text, key=key)
+                               help=help_text, key=key, **_limits(default, spec["bounds"]))
     return st.text_input(label, "" if default is None else str(default), help=help_text, key=key)
 
 

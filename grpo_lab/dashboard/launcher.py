@@ -52,7 +52,8 @@ class Pending:
 @functools.lru_cache(maxsize=1)
 def config_fields(model: str = "tiny") -> dict[str, Any]:
     """Every trainer option with its default for `model` and its help text (trainer.config.Config);
-    `by_model` marks the options whose default depends on the model (MODEL_DEFAULTS)."""
+    `by_model` marks the options whose default depends on the model (MODEL_DEFAULTS); `bounds`, the
+    numbers the trainer allows (trainer.config.Bounds, or None)."""
     import dataclasses
 
     from grpo_lab.trainer.config import BUILTIN_MODELS, MODEL_DEFAULTS, Config
@@ -62,7 +63,8 @@ def config_fields(model: str = "tiny") -> dict[str, Any]:
     for f in dataclasses.fields(Config):
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
         out[f.name] = {"default": by_model.get(f.name, default), "help": f.metadata.get("help", ""),
-                       "choices": f.metadata.get("choices"), "by_model": f.name in by_model}
+                       "choices": f.metadata.get("choices"), "by_model": f.name in by_model,
+                       "bounds": f.metadata.get("bounds")}
     return out
 
 

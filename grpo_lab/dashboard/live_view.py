@@ -1,7 +1,14 @@
-"""The Live page's body, run inside `st.fragment(run_every=...)` so only it refreshes."""
+"""The Live page's body, run inside `st.fragment(run_every=...)` so only it refreshes.
+
+First paint is the header and the overview charts (metrics.SECTIONS); every other section, and the
+ratio histogram, waits in a closed expander and is read and drawn only once opened: each Vega chart
+costs the browser ~0.1-0.2 s to compile and draw, and fifteen of them took a 10,000-step run 2-3 s.
+A refresh re-sends the open charts; the browser redraws only those whose data changed.
+"""
 
 from __future__ import annotations
 
+import functools
 import time
 
 import pandas as pd
@@ -9,6 +16,7 @@ import streamlit as st
 
 from grpo_lab.dashboard import charts, data, metrics, series, ui
 from grpo_lab.dashboard.i18n import t
+from grpo_lab.rundir.reader import run_path, table_parts
 
 
 @st.cache_resource(max_entries=512, show_spinner=False)
@@ -66,6 +74,41 @@ def not_logged(info) -> tuple[str, str] | None:
     return None
 
 
+def section_names() -> dict[str, str]:
+    """metrics.SECTIONS (but the overview, which has no heading) in the current language."""
+    return {"update": t("live.section.update"), "completions": t("live.section.completions"),
+            "speed": t("live.section.speed"), "value": t("live.section.value")}
+
+
+HISTOGRAM = "histogram"  # the ratio histogram's expander, after metrics.SECTIONS
+
+
+def open_key(section: str) -> str:
+    """The session_state key of a closed section's expander (metrics.SECTIONS or HISTOGRAM): True while open."""
+    return f"live_open_{section}"
+
+
+def lazy_expander(label: str, key: str):
+    """A closed expander whose body runs only while it is open (its `.open`; inside the fragment,
+    opening it reruns only the fragment). Returns the container, or None while it is closed."""
+    box = st.expander(label, key=key, on_change="rerun")
+    return box if box.open else None
+
+
+def draw_panels(panels: list[tuple[int, metrics.Panel]], *, run: str, frame: data.Frame, x_mode: str,
+                smoothing: float, bounds: tuple[float, float]) -> None:
+    """Numbered panels as line charts, two a row (chart i keyed live_chart_i)."""
+    grid = st.columns(2) if panels else []
+    for place, (i, panel) in enumerate(panels):
+        df = _lines(run, frame.version, panel.metrics, x_mode, smoothing, frame.df)
+        spec = charts.line_chart(df, title=panel.title, help=panel.help, x_title=ui.x_title(x_mode),
+                                 y_title=panel.y_title, smoothing=smoothing > 0,
+                                 rules=list(bounds) if panel.ratio else None, log_y=panel.ratio,
+                                 stacked=panel.stacked, x_steps=x_mode == "step")
+        with grid[place % 2]:
+            st.vega_lite_chart(spec=spec, key=f"live_chart_{i}")
+
+
 def render(run: str, x_mode: str, smoothing: float, extra: list[str], was_active: bool) -> None:
     info = data.run(run)
     if was_active and info.state not in data.ACTIVE_STATES:
@@ -79,18 +122,20 @@ def render(run: str, x_mode: str, smoothing: float, extra: list[str], was_active
         return
     cols = list(frame.df.columns)
     panels = metrics.panels(cols)
-    if extra_metrics := tuple(m for m in extra if m in cols):
+    if extra_metrics := tuple(m for m in extra if m in cols):  # asked for: drawn with the overview
         panels.append(metrics.Panel(t("live.more_metrics"), extra_metrics, "", ""))
     low, high = data.clip_bounds(info)
-    x_title = ui.x_title(x_mode)
-    grid = st.columns(2)
-    for i, panel in enumerate(panels):
-        df = _lines(run, frame.version, panel.metrics, x_mode, smoothing, frame.df)
-        spec = charts.line_chart(df, title=panel.title, help=panel.help, x_title=x_title, y_title=panel.y_title,
-                                 smoothing=smoothing > 0, rules=[low, high] if panel.ratio else None,
-                                 log_y=panel.ratio, stacked=panel.stacked, x_steps=x_mode == "step")
-        with grid[i % 2]:
-            st.vega_lite_chart(spec=spec, key=f"live_chart_{i}")
+    numbered = list(enumerate(panels))  # chart keys by place in the whole list: stable while sections open and close
+    draw = functools.partial(draw_panels, run=run, frame=frame, x_mode=x_mode, smoothing=smoothing, bounds=(low, high))
+    draw([(i, p) for i, p in numbered if p.section == "overview"])
+    for section, name in section_names().items():
+        inside = [(i, p) for i, p in numbered if p.section == section]
+        if not inside:
+            continue
+        label = t("live.section", name=name, panels=" · ".join(p.title for _, p in inside))
+        if (box := lazy_expander(label, open_key(section))) is not None:
+            with box:
+                draw(inside)
     if (missing := not_logged(info)) is not None:
         st.caption(t("live.not_logged", head=missing[0], what=missing[1]))
     histogram_section(run, low, high, missing is not None)
@@ -98,14 +143,20 @@ def render(run: str, x_mode: str, smoothing: float, extra: list[str], was_active
 
 
 def histogram_section(run: str, low: float, high: float, foreign: bool = False) -> None:
+    """The ratio histogram (a heatmap over steps, one step's bars) in a closed expander: its table
+    (a list of counts a step) is read only once the expander is opened."""
+    parts, problems = table_parts(run_path(data.runs_dir(), run), "histograms")
+    if not parts:  # no expander to open onto nothing; another trainer's run: not_logged() has said so
+        ui.warn([] if foreign else problems)
+        return
+    if (box := lazy_expander(t("live.histogram"), open_key(HISTOGRAM))) is None:
+        return
     hist = data.histograms(run)
-    if foreign and hist.df.empty:
-        return  # another trainer's run: not_logged() has said so; no empty section, no warning
-    st.subheader(t("live.histogram"))
-    ui.warn(hist.problems)
+    with box:
+        ui.warn(hist.problems)
     if hist.df.empty:
         return
-    left, right = st.columns([3, 2])
+    left, right = box.columns([3, 2])
     with left:
         st.vega_lite_chart(spec=charts.ratio_heatmap(_heat(run, hist.version, hist.df), low, high), key="live_heat")
     with right:

@@ -17,6 +17,12 @@ class Panel:
     y_title: str = ""
     ratio: bool = False  # a ratio chart: log y-axis, with the clip bounds drawn as rules
     stacked: bool = False  # parts of a whole (the step's phases): stacked areas, not lines
+    section: str = "overview"  # one of SECTIONS: where Live draws it (only "overview" on first paint)
+
+
+# Live's sections, in page order. "overview" is drawn on every load; each other section sits in a
+# closed expander and is drawn only once opened (a dozen charts on first paint took 2-3 s in a browser).
+SECTIONS = ("overview", "update", "completions", "speed", "value")
 
 
 # grpo_lab/trainer/timing.py's phases, as the scalars name them
@@ -35,26 +41,28 @@ def panels(columns: list[str]) -> list[Panel]:
         Panel(t("panel.reward.title"), reward_metrics(columns), t("panel.reward.help"), t("unit.reward")),
         Panel(t("panel.eval.title"), ("eval/accuracy", "eval/reward_mean"), t("panel.eval.help"), t("unit.score")),
         Panel(t("panel.advantage.title"), ("advantage/std", "advantage/min", "advantage/max"),
-              t("panel.advantage.help"), "A"),
-        Panel(t("panel.no_signal.title"), ("groups/frac_zero_std",), t("panel.no_signal.help"), t("unit.fraction")),
+              t("panel.advantage.help"), "A", section="update"),
+        Panel(t("panel.no_signal.title"), ("groups/frac_zero_std",), t("panel.no_signal.help"), t("unit.fraction"),
+              section="update"),
         Panel(t("panel.kl.title"), ("kl/mean", "kl/approx"), t("panel.kl.help"), "nats"),
         Panel(t("panel.clip.title"), ("clip/low", "clip/high", "clip/total"),
               t("panel.clip.help"), t("unit.fraction")),
         Panel(t("panel.ratio.title"), ("ratio/min", "ratio/mean", "ratio/max"),
-              t("panel.ratio.help"), t("unit.ratio"), ratio=True),
-        Panel(t("panel.entropy.title"), ("entropy/mean",), t("panel.entropy.help"), "nats"),
+              t("panel.ratio.help"), t("unit.ratio"), ratio=True, section="update"),
+        Panel(t("panel.entropy.title"), ("entropy/mean",), t("panel.entropy.help"), "nats", section="update"),
         Panel(t("panel.losses.title"), ("loss/policy", "loss/total", "value/loss"), t("panel.losses.help"),
-              t("unit.loss")),
-        Panel(t("panel.grad.title"), ("grad/norm",), t("panel.grad.help"), t("unit.norm")),
+              t("unit.loss"), section="update"),
+        Panel(t("panel.grad.title"), ("grad/norm",), t("panel.grad.help"), t("unit.norm"), section="update"),
         Panel(t("panel.length.title"), ("completion/length_mean", "completion/length_max"), t("panel.length.help"),
-              t("unit.tokens")),
+              t("unit.tokens"), section="completions"),
         Panel(t("panel.truncated.title"), ("completion/truncated_frac",), t("panel.truncated.help"),
-              t("unit.fraction")),
+              t("unit.fraction"), section="completions"),
         Panel(t("panel.throughput.title"), ("perf/tokens_per_s",), t("panel.throughput.help"),
-              t("unit.tokens_per_s")),
-        Panel(t("panel.phases.title"), PHASE_METRICS, t("panel.phases.help"), t("unit.seconds"), stacked=True),
+              t("unit.tokens_per_s"), section="speed"),
+        Panel(t("panel.phases.title"), PHASE_METRICS, t("panel.phases.help"), t("unit.seconds"), stacked=True,
+              section="speed"),
         Panel(t("panel.value.title"), ("value/explained_variance", "value/clip_frac", "value/mean", "returns/mean"),
-              t("panel.value.help"), ""),
+              t("panel.value.help"), "", section="value"),
     ]
     present = set(columns)
     kept = (dataclasses.replace(p, metrics=tuple(m for m in p.metrics if m in present)) for p in out)

@@ -2,7 +2,7 @@
 
 Streamlit reads `.streamlit/config.toml` only from the current folder, so the settings that matter
 are given on its command line here; options the user adds come later and win (for example
-`--server.address 0.0.0.0`, which then needs GRPO_LAB_DASHBOARD_TOKEN: see dashboard/access.py).
+`--server.address 0.0.0.0`, which then needs GRPO_LAB_DASHBOARD_TOKEN: see grpo_lab/dashboard/access.py).
 Runs are read from $GRPO_LAB_RUNS_DIR, else ./runs.
 """
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
 import re
+import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +20,9 @@ SOURCES_KEY = "sources"  # config.json: where each option's value came from (not
 RUN_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 TABLES = ("scalars", "samples", "histograms", "tokens", "events")
 PART_RE = re.compile(r"^part-(\d{8})-(\d{8})(?:-[a-z0-9]+)?\.parquet$")
+NO_SPACE = os.strerror(errno.ENOSPC)  # "No space left on device"
+RESERVE_BYTES = 256 * 1024  # <run>/.reserve: a failed status.json and a traceback in train.log fit many times
+FULL_DISK_BYTES = 1 << 20  # less free counts as a full disk: above the reserve, which a dying trainer may have freed
 
 
 def valid_run_name(name: Any) -> bool:
@@ -48,6 +53,10 @@ class RunPaths:
     @property
     def checkpoints(self) -> Path:
         return self.root / "checkpoints"
+
+    @property
+    def reserve(self) -> Path:
+        return self.root / ".reserve"
 
     def table(self, name: str) -> Path:
         return self.root / "tables" / name
@@ -122,8 +131,12 @@ class RunLock:
         except BlockingIOError:
             os.close(fd)
             return False
-        os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode())
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, str(os.getpid()).encode())
+        except OSError:  # a full disk: the caller says so; the lock must not outlive the refusal
+            os.close(fd)
+            raise
         self._fd = fd
         return True
 
@@ -138,3 +151,38 @@ class RunLock:
             return self.path.read_text().strip()
         except OSError:
             return ""
+
+
+def make_reserve(paths: RunPaths) -> None:
+    """Set RESERVE_BYTES aside in `<run>/.reserve` while the trainer writes the run. When the disk
+    fills, the trainer frees it (free_reserve) and can still write why it stopped; a trainer
+    that ends frees it too."""
+    with open(paths.reserve, "wb") as fh:
+        fh.write(os.urandom(RESERVE_BYTES))  # not zeros: a compressing file system would store those in nothing
+        fh.flush()
+        os.fsync(fh.fileno())  # allocated now, not at write-back, when the disk may be full
+
+
+def free_reserve(paths: RunPaths) -> None:
+    paths.reserve.unlink(missing_ok=True)
+
+
+def full_disk(path: Path, exc: BaseException | None = None) -> str:
+    """'' unless `path`'s disk is full; then what to tell the user, e.g. "No space left on device
+    (120 KB free)". Full: `exc` (or what it was raised from) is ENOSPC or EDQUOT, or less than
+    FULL_DISK_BYTES are free. The second test matters: torch.save reports a full disk as a
+    RuntimeError with no errno, and a trainer that died cannot say anything at all."""
+    code = None
+    seen = exc
+    while seen is not None and code is None:
+        if isinstance(seen, OSError) and seen.errno in (errno.ENOSPC, errno.EDQUOT):
+            code = seen.errno
+        seen = seen.__cause__ or seen.__context__
+    try:
+        free = shutil.disk_usage(path).free
+    except OSError:
+        free = None
+    if code is None and (free is None or free >= FULL_DISK_BYTES):
+        return ""
+    shown = "" if free is None else f" ({free / 2**20:.1f} MB free)" if free >= 2**20 else f" ({free // 1024} KB free)"
+    return os.strerror(code or errno.ENOSPC) + shown

