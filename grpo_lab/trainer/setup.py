@@ -94,5 +94,9 @@ def frozen_copy(model: torch.nn.Module) -> torch.nn.Module:
     return ref
 
 
-def make_optimizer(cfg: Config, params) -> torch.optim.Optimizer:
-    return torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+def make_optimizer(cfg: Config, params: list[torch.nn.Parameter]) -> torch.optim.Optimizer:
+    """AdamW. Fused (one kernel over all parameters, TRL's default too) where torch has it: on
+    SmolLM2 on a CPU a step takes 0.09 s instead of foreach's 0.39 s (bench/bench_vs_trl.py). FSDP's
+    sharded parameters keep the foreach path."""
+    fused = cfg.strategy != "fsdp" and all(p.device.type in ("cpu", "cuda") for p in params)
+    return torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay, fused=fused or None)
