@@ -67,6 +67,7 @@ def math_verify_pairs(repo: Path) -> list[tuple[str, str, bool]]:
 
 
 def own_pairs() -> list[tuple[str, str, bool]]:
+    sys.path.insert(0, str(ROOT / "tests"))  # the test module imports its helpers
     spec = importlib.util.spec_from_file_location("own_cases", ROOT / "tests" / "test_rewards_math_verify.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

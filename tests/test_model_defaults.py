@@ -6,7 +6,7 @@ import json
 import pytest
 
 from grpo_lab.trainer.config import MODEL_DEFAULTS, SOURCES_KEY, build_parser, load_config
-from trainer_helpers import SMALL, run_trainer
+from trainer_helpers import run_trainer
 
 
 def test_the_built_in_model_keeps_its_tuned_values():
@@ -37,8 +37,8 @@ def test_help_shows_both_defaults():
     assert "(default:0.002forthebuilt-inmodel,1e-05forapretrainedmodel)" in text
 
 
-def test_config_json_records_sources_and_a_resume_keeps_them(tmp_path):
-    assert run_trainer(tmp_path, "r", *SMALL, "--max-steps", "1", "--beta", "0").returncode == 0
+def test_config_json_records_sources_and_a_resume_keeps_them(tmp_path, tiny_run):
+    tiny_run("r", max_steps=1, beta=0)
     saved = json.loads((tmp_path / "r" / "config.json").read_text())
     assert saved["lr"] == 2e-3 and saved[SOURCES_KEY]["lr"] == "model default (built-in)"
     assert saved[SOURCES_KEY]["beta"] == "command line" and saved[SOURCES_KEY]["seed"] == "default"

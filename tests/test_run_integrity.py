@@ -8,15 +8,13 @@ import shutil
 import subprocess
 import sys
 import textwrap
-import time
 
 import pandas as pd
 import pytest
 
 from grpo_lab.rundir.layout import RunPaths, visible_parts
-from grpo_lab.rundir.status import read_status
 from grpo_lab.rundir.writer import RunWriter
-from trainer_helpers import ROOT, SMALL, read_table, run_trainer, start_trainer, trainer_cmd
+from trainer_helpers import ROOT, SMALL, read_table, run_trainer, start_trainer, trainer_cmd, wait_for_state
 
 
 def test_two_trainers_with_one_name_at_once_one_wins_the_other_exits_2(tmp_path):
@@ -35,10 +33,7 @@ def test_two_trainers_with_one_name_at_once_one_wins_the_other_exits_2(tmp_path)
 def test_a_run_being_trained_cannot_be_resumed_by_a_second_trainer(tmp_path):
     proc = start_trainer(tmp_path, "busy", *SMALL, "--max-steps", "100000")
     try:
-        deadline = time.time() + 120
-        while (read_status(tmp_path / "busy" / "status.json") or {}).get("state") != "running":
-            assert time.time() < deadline and proc.poll() is None
-            time.sleep(0.2)
+        wait_for_state(tmp_path / "busy", "running", proc)
         second = run_trainer(tmp_path, "busy", "--resume")
         assert second.returncode == 2
         assert second.stderr.strip().endswith("stop it first") and f"pid {proc.pid}" in second.stderr
@@ -80,9 +75,8 @@ def test_a_kill_inside_compaction_leaves_no_stale_rows_after_resume(tmp_path):
     assert rows["step"].tolist() == [1, 2, 3, 4, 5, 6] and rows["x"].tolist() == [1, 2, 3, 4, 50, 60]
 
 
-def test_half_written_checkpoints_are_removed_on_resume(tmp_path):
-    assert run_trainer(tmp_path, "c", *SMALL, "--max-steps", "2", "--beta", "0").returncode == 0
-    partial = tmp_path / "c" / "checkpoints" / ".tmp-killed"
+def test_half_written_checkpoints_are_removed_on_resume(tmp_path, tiny_run):
+    partial = tiny_run("c", max_steps=2, beta=0) / "checkpoints" / ".tmp-killed"
     partial.mkdir()
     (partial / "model.safetensors").write_bytes(b"half")
     assert run_trainer(tmp_path, "c", "--resume", "--max-steps", "3").returncode == 0

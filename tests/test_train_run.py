@@ -118,25 +118,23 @@ def test_checkpoints_are_complete(run_dir):
             "model.safetensors", "optimizer.pt", "rng.pt", "meta.json"}
 
 
-def test_same_seed_same_run(tmp_path):
-    for name in ("a", "b"):
-        assert run_trainer(tmp_path, name, *SMALL, "--max-steps", "3", "--seed", "7").returncode == 0
-    a, b = (read_table(tmp_path / n, "samples") for n in ("a", "b"))
+def test_same_seed_same_run(tiny_run):
+    runs = [tiny_run(name, max_steps=3, seed=7) for name in ("a", "b")]
+    a, b = (read_table(r, "samples") for r in runs)
     assert a["completion"].tolist() == b["completion"].tolist()
     assert a["advantage"].tolist() == b["advantage"].tolist()
-    sa, sb = (read_table(tmp_path / n, "scalars") for n in ("a", "b"))
+    sa, sb = (read_table(r, "scalars") for r in runs)
     assert sa["loss/total"].tolist() == sb["loss/total"].tolist()
 
 
-def test_one_pass_means_ratio_exactly_one(tmp_path):
-    assert run_trainer(tmp_path, "p1", *SMALL, "--max-steps", "2", "--passes", "1").returncode == 0
-    scalars = read_table(tmp_path / "p1", "scalars")
+def test_one_pass_means_ratio_exactly_one(tiny_run):
+    scalars = read_table(tiny_run(max_steps=2, passes=1), "scalars")
     assert (scalars["ratio/min"] == 1.0).all() and (scalars["ratio/max"] == 1.0).all()
     assert (scalars["clip/total"] == 0.0).all()
 
 
-def test_beta_zero_loads_no_reference(tmp_path):
-    assert run_trainer(tmp_path, "b0", *SMALL, "--max-steps", "2", "--beta", "0").returncode == 0
-    tokens = read_table(tmp_path / "b0", "tokens")
+def test_beta_zero_loads_no_reference(tiny_run):
+    run = tiny_run(max_steps=2, beta=0)
+    tokens = read_table(run, "tokens")
     assert tokens["logp_ref"].isna().all() and (tokens["kl"] == 0).all()
-    assert (read_table(tmp_path / "b0", "scalars")["kl/mean"] == 0).all()
+    assert (read_table(run, "scalars")["kl/mean"] == 0).all()

@@ -1,42 +1,24 @@
 """Resume after SIGKILL, stop on SIGTERM, and a crash recorded as failed."""
 
-import os
 import signal
-import subprocess
-import time
 
 import pytest
 
 from grpo_lab.rundir.status import read_status
-from trainer_helpers import ROOT, SMALL, read_table, run_trainer, trainer_cmd
-
-
-def start_trainer(runs, name, *args):
-    return subprocess.Popen(trainer_cmd(runs, name, *args), cwd=ROOT, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(ROOT)})
-
-
-def wait_for_step(run_dir, step, proc, timeout=120):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        status = read_status(run_dir / "status.json") or {}
-        if status.get("step", 0) >= step:
-            return status
-        assert proc.poll() is None, "trainer exited early"
-        time.sleep(0.05)
-    raise AssertionError(f"step {step} not reached")
+from trainer_helpers import SMALL, read_table, run_trainer, start_trainer, wait_for_step
 
 
 def test_resume_after_sigkill_continues_without_gaps_or_duplicates(tmp_path):
-    args = [*SMALL, "--max-steps", "24", "--checkpoint-every", "5", "--seed", "3"]
-    proc = start_trainer(tmp_path, "killed", *args)
+    args = [*SMALL, "--checkpoint-every", "5", "--seed", "3"]
+    # The killed run could not finish before the kill (100,000 steps); the resume sets the end.
+    proc = start_trainer(tmp_path, "killed", *args, "--max-steps", "100000")
     wait_for_step(tmp_path / "killed", 13, proc)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     status = read_status(tmp_path / "killed" / "status.json")
     assert status["state"] == "failed" and "killed" in status["error"]  # the reader notices
 
-    result = run_trainer(tmp_path, "killed", "--resume")
+    result = run_trainer(tmp_path, "killed", "--resume", "--max-steps", "24")
     assert result.returncode == 0, result.stderr
     assert read_status(tmp_path / "killed" / "status.json")["state"] == "finished"
     scalars = read_table(tmp_path / "killed", "scalars")
@@ -45,7 +27,7 @@ def test_resume_after_sigkill_continues_without_gaps_or_duplicates(tmp_path):
     assert samples.groupby("step").size().tolist() == [16] * 24
 
     # The checkpoint restores RNG state too: the resumed run is the uninterrupted run.
-    assert run_trainer(tmp_path, "straight", *args).returncode == 0
+    assert run_trainer(tmp_path, "straight", *args, "--max-steps", "24").returncode == 0
     straight = read_table(tmp_path / "straight", "samples")
     assert samples["completion"].tolist() == straight["completion"].tolist()
     assert samples["advantage"].tolist() == pytest.approx(straight["advantage"].tolist(), abs=1e-6)

@@ -6,11 +6,14 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
+from typing import Any, Callable
 
 import pandas as pd
 
-from grpo_lab.rundir.layout import RunPaths, visible_parts
+from grpo_lab.rundir.reader import TableReader
+from grpo_lab.rundir.status import read_status
 
 ROOT = Path(__file__).resolve().parent.parent
 # A run of a few seconds: small batch, short warm start.
@@ -41,26 +44,60 @@ def wait_trainers(procs: list[subprocess.Popen], timeout: float = 300) -> None:
         assert proc.returncode == 0, err[-2000:]
 
 
+def wait_until(condition: Callable[[], Any], timeout: float = 120.0, what: str = "the condition",
+               alive: subprocess.Popen | None = None, every: float = 0.05) -> Any:
+    """The first truthy value of `condition()`, polled; fails naming `what` after `timeout` seconds,
+    or at once when the process `alive` (the one expected to bring the condition about) has exited."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if alive is not None and alive.poll() is not None:
+            raise AssertionError(f"process {alive.args[:3]}... exited ({alive.returncode}) before {what}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(every)
+
+
+def wait_for_step(run_dir: Path, step: int, proc: subprocess.Popen | None = None, timeout: float = 120) -> dict:
+    """The run's status once it reports `step` (or later)."""
+    def reached() -> dict | None:
+        status = read_status(Path(run_dir) / "status.json") or {}
+        return status if (status.get("step") or 0) >= step else None
+    return wait_until(reached, timeout, f"step {step} of {Path(run_dir).name}", alive=proc)
+
+
+def wait_for_state(run_dir: Path, state: str, proc: subprocess.Popen | None = None, timeout: float = 120) -> dict:
+    def there() -> dict | None:
+        status = read_status(Path(run_dir) / "status.json") or {}
+        return status if status.get("state") == state else None
+    return wait_until(there, timeout, f"{Path(run_dir).name} {state}", alive=proc)
+
+
 def read_table(run_dir: Path, table: str) -> pd.DataFrame:
-    parts = visible_parts(RunPaths(run_dir).table(table))
-    return pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True) if parts else pd.DataFrame()
+    """A table's visible rows in the order they were written, through rundir's reader."""
+    read = TableReader(Path(run_dir), table).read()
+    return read.table.to_pandas() if read.table is not None else pd.DataFrame()
 
 
 DOC = ROOT / "docs" / "run-directory.md"
-# The doc's tables of per-step metrics: (heading that opens the table, algorithms that write it).
-METRIC_TABLES = (("## tables/scalars", ("grpo", "ppo")), ("**Scalars GRPO adds.**", ("grpo",)),
-                 ("**Scalars PPO adds.**", ("ppo",)))
+# The doc's tables of per-step metrics: (heading that opens the table, algorithms that write it,
+# fewest processes that write it).
+METRIC_TABLES = (("## tables/scalars", ("grpo", "ppo"), 1), ("**Scalars GRPO adds.**", ("grpo",), 1),
+                 ("**Scalars PPO adds.**", ("ppo",), 1), ("**Scalars with several processes.**", ("grpo",), 2))
 
 
-def documented_metrics(algo: str, rewards: list[str]) -> set[str]:
-    """The metric names docs/run-directory.md lists for `algo`, with `<fn>` expanded to `rewards`.
+def documented_metrics(algo: str, rewards: list[str], processes: int = 1) -> set[str]:
+    """The metric names docs/run-directory.md lists for `algo` trained on `processes` processes,
+    with `<fn>` expanded to `rewards`.
 
     A cell such as "`reward/mean`, `/std`" lists reward/mean and reward/std.
     """
     names: set[str] = set()
     lines = DOC.read_text().splitlines()
-    for heading, algos in METRIC_TABLES:
-        if algo not in algos:
+    for heading, algos, fewest in METRIC_TABLES:
+        if algo not in algos or processes < fewest:
             continue
         start = next(i for i, line in enumerate(lines) if line.startswith(heading))
         body = lines[start + 1:]

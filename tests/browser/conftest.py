@@ -1,32 +1,23 @@
 """A live `streamlit run grpo_lab/dashboard/app.py` on a free port, and Debian's Chromium driven by Playwright.
 
-The server reads a temporary runs folder that already holds two small runs made by the trainer.
-A failing test leaves a screenshot in test-artifacts/<test name>.png.
+`server` reads a temporary runs folder that already holds two small runs made by the trainer.
+A failing test that used `page` leaves a screenshot in test-artifacts/<test name>.png.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import shutil
 import signal
-import socket
-import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests"))  # trainer_helpers, also when only tests/browser is collected
-from trainer_helpers import start_trainer, wait_trainers  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # browser_helpers, whatever the import mode
+from browser_helpers import (ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, streamlit_server,  # noqa: E402
+                             wait_until_healthy)
+from trainer_helpers import start_trainer, wait_trainers  # noqa: E402  (browser_helpers put tests/ on the path)
 
-ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
 SMALL = ["--prompts-per-step", "4", "--sft-steps", "10", "--group-size", "4"]
 
 
@@ -41,12 +32,6 @@ def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
     setattr(item, f"rep_{report.when}", report)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="session")
@@ -64,39 +49,6 @@ def server(tmp_path_factory):
             yield url, runs
     finally:
         stop_trainers(runs)
-
-
-@contextlib.contextmanager
-def streamlit_server(runs: Path):
-    """`streamlit run grpo_lab/dashboard/app.py` on a free port over the runs folder `runs`; yields its url."""
-    port = free_port()
-    log = open(runs.parent / "streamlit.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "grpo_lab" / "dashboard" / "app.py"),
-                             "--server.port", str(port), "--server.headless", "true", "--server.address", "127.0.0.1",
-                             "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-                            cwd=ROOT, env={**os.environ, "GRPO_LAB_RUNS_DIR": str(runs), "PYTHONPATH": str(ROOT)},
-                            stdout=log, stderr=subprocess.STDOUT)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
-
-
-def wait_until_healthy(url: str, runs: Path, timeout: float = 60) -> None:
-    deadline = time.time() + timeout
-    while True:
-        try:
-            urllib.request.urlopen(f"{url}/_stcore/health", timeout=2)
-            return
-        except OSError:
-            if time.time() > deadline:
-                raise RuntimeError("streamlit did not start: " + (runs.parent / "streamlit.log").read_text()[-2000:])
-            time.sleep(0.3)
 
 
 def stop_trainers(runs: Path) -> None:

@@ -12,14 +12,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import CHROMIUM, streamlit_server, wait_until_healthy
+from browser_helpers import (ARTIFACTS, CHROMIUM, EXCEPTION, ROOT, assert_page_whole, click_until, locale,
+                             streamlit_server, wait_until_healthy)
 
 pytestmark = pytest.mark.browser
 
-ROOT = Path(__file__).resolve().parents[2]
-ARTIFACTS = ROOT / "test-artifacts"
 CHART = ".vega-embed canvas, .vega-embed svg"
-EXCEPTION = '[data-testid="stException"]'
 FIXTURE_CONFIG = (
     "rewards: {correctness: 1.0, length: 1.0}\n"
     "reward_params: {length: {max_len: 2, penalty_per_unit: 0.25}}\n"
@@ -36,7 +34,7 @@ PAGES = {
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
+def concepts_server(tmp_path_factory):
     """A streamlit server over a runs folder holding one real (two-step) GRPO run."""
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} not installed: run make system-deps")
@@ -55,7 +53,9 @@ def server(tmp_path_factory):
 
 
 @pytest.fixture
-def page(browser):
+def tall_page(browser):
+    """A page 1600 px tall (conftest's `page` is 1000); `_check` keeps its screenshot as
+    test-artifacts/concepts-<name>.png when a check fails."""
     context = browser.new_context(viewport={"width": 1400, "height": 1600})
     yield context.new_page()
     context.close()
@@ -91,65 +91,69 @@ def _idle(pg) -> None:
     pg.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=60_000)
 
 
-def _click_until(pg, target, expected, tries: int = 3) -> None:
-    """Click, and click again if the app did not react (a click can land before its widget is wired)."""
-    for attempt in range(tries):
-        target.click()
-        try:
-            expected.wait_for(timeout=10_000)
-            _idle(pg)
-            return
-        except Exception:  # noqa: BLE001 - retried, then the last error is raised
-            if attempt == tries - 1:
-                raise
+def _click_until(pg, target, expected) -> None:
+    """Click, and click again if the app did not react; then wait for the script run to end."""
+    click_until(pg, target, expected)
+    _idle(pg)
 
 
 def _chart_and_no_exception(pg) -> None:
     pg.wait_for_selector(CHART, state="visible", timeout=60_000)
-    pg.wait_for_timeout(500)  # let the rest of the script run
+    _idle(pg)  # the rest of the script has run
     assert pg.locator(EXCEPTION).count() == 0, pg.locator(EXCEPTION).first.inner_text()
     assert pg.locator(CHART).first.bounding_box()["height"] > 50
 
 
 @pytest.mark.parametrize("path", list(PAGES))
-def test_concept_page_renders_its_chart(server, page, path):
+def test_concept_page_renders_its_chart(concepts_server, tall_page, path):
     def check():
-        _open(page, f"{server}/{path}")
-        assert page.locator("h1").first.inner_text().strip() == PAGES[path]
-        _chart_and_no_exception(page)
+        _open(tall_page, f"{concepts_server}/{path}")
+        assert tall_page.locator("h1").first.inner_text().strip() == PAGES[path]
+        _chart_and_no_exception(tall_page)
 
-    _check(page, path, check)
+    _check(tall_page, path, check)
 
 
 @pytest.mark.parametrize("path", ["group-advantage", "ratio-clip"])
-def test_numbers_from_a_run_render(server, page, path):
+def test_numbers_from_a_run_render(concepts_server, tall_page, path):
     def check():
-        _open(page, f"{server}/{path}")
+        _open(tall_page, f"{concepts_server}/{path}")
         expected = "Logged by the trainer" if path == "ratio-clip" else "Recomputed A_i equal the logged ones"
-        _click_until(page, page.get_by_text("a training run", exact=True),
-                     page.get_by_text(expected, exact=False).first)
-        _chart_and_no_exception(page)
+        _click_until(tall_page, tall_page.get_by_text("a training run", exact=True),
+                     tall_page.get_by_text(expected, exact=False).first)
+        _chart_and_no_exception(tall_page)
 
-    _check(page, f"{path}-run", check)
+    _check(tall_page, f"{path}-run", check)
 
 
-def test_quiz_renders_and_answers(server, page):
+def test_quiz_renders_and_answers(concepts_server, tall_page):
     def check():
-        _open(page, f"{server}/quiz")
-        page.wait_for_selector('[data-testid="stMainBlockContainer"] [data-testid="stRadio"]', timeout=30_000)
-        assert page.locator('[data-testid="stMainBlockContainer"] [data-testid="stRadio"]').count() == 5
-        _click_until(page, page.get_by_text("It removes the value model", exact=False),
-                     page.get_by_text("Right.", exact=False).first)
-        assert page.locator(EXCEPTION).count() == 0
+        _open(tall_page, f"{concepts_server}/quiz")
+        tall_page.wait_for_selector('[data-testid="stMainBlockContainer"] [data-testid="stRadio"]', timeout=30_000)
+        assert tall_page.locator('[data-testid="stMainBlockContainer"] [data-testid="stRadio"]').count() == 5
+        _click_until(tall_page, tall_page.get_by_text("It removes the value model", exact=False),
+                     tall_page.get_by_text("Right.", exact=False).first)
+        assert tall_page.locator(EXCEPTION).count() == 0
 
-    _check(page, "quiz", check)
+    _check(tall_page, "quiz", check)
 
 
-def test_language_switch_shows_chinese(server, page):
+# every concept page -> the key of its title
+TITLE_KEYS = {"ppo-vs-grpo": "ppo.title", "group-advantage": "group.title", "ratio-clip": "clip.title",
+              "kl-divergence": "kl.title", "grpo-objective": "obj.title", "grpo-variants": "var.title",
+              "quiz": "quiz.title"}
+
+
+@pytest.mark.parametrize("path", list(TITLE_KEYS))
+def test_language_switch_shows_chinese(concepts_server, tall_page, path):
+    """Each concept page switched to Chinese: its Chinese title, its chart, no English left over."""
     def check():
-        _open(page, f"{server}/group-advantage")
-        page.get_by_text("Language / 语言", exact=True).wait_for(timeout=30_000)
-        _click_until(page, page.get_by_text("中文", exact=True), page.get_by_role("heading", name="组内优势"))
-        _chart_and_no_exception(page)
+        _open(tall_page, f"{concepts_server}/{path}")
+        tall_page.get_by_text("Language / 语言", exact=True).wait_for(timeout=30_000)
+        _click_until(tall_page, tall_page.get_by_text("中文", exact=True),
+                     tall_page.locator("h1").filter(has_text=locale("zh")[TITLE_KEYS[path]]))
+        if path in PAGES:
+            _chart_and_no_exception(tall_page)
+        assert_page_whole(tall_page, chinese=True)
 
-    _check(page, "language", check)
+    _check(tall_page, f"language-{path}", check)

@@ -3,31 +3,32 @@
 from __future__ import annotations
 
 import re
-import time
 
 import pytest
+from browser_helpers import assert_page_whole, english_only_phrases, main_text, to_chinese, wait_idle
 from playwright.sync_api import expect
+from trainer_helpers import wait_until
 
 from grpo_lab.rundir.reader import read_run
 
 pytestmark = pytest.mark.browser
 CHARTS = "[data-testid=stVegaLiteChart] canvas, [data-testid=stVegaLiteChart] svg"
-RUN_PICKED = "(name => (document.querySelector('input[aria-label=Run]')?.value || '').split(' ')[0] === name)"  # the run selectbox
+RUN_PICKED = ("(name => (document.querySelector('input[aria-label=Run]')?.value || '')"
+              ".split(' ')[0] === name)")  # the run selectbox
 
 
 expect.set_options(timeout=60_000)
 
 
-def wait_idle(page, timeout: float = 60_000) -> None:
-    """Until Streamlit has finished running the script (no 'Running...' status)."""
-    page.wait_for_selector("[data-testid=stApp]")
-    page.wait_for_timeout(300)
-    page.wait_for_function("!document.querySelector('[data-testid=stStatusWidget]')", timeout=timeout)
-
-
 def progress_step(page) -> int:
     text = page.get_by_text(re.compile(r"^step \d+ / \d+$")).first.inner_text()
     return int(text.split()[1])
+
+
+def step_past(page, n: int) -> int | None:
+    """Live's step once it is past `n`."""
+    step = progress_step(page)
+    return step if step > n else None
 
 
 def test_launch_the_demo_from_the_form_and_watch_live_update(server, page):
@@ -46,15 +47,10 @@ def test_launch_the_demo_from_the_form_and_watch_live_update(server, page):
     page.wait_for_function("location.pathname.endsWith('/live')")  # st.switch_page: same document
     page.wait_for_function(f"{RUN_PICKED}('e2e-demo')")
     page.get_by_text(re.compile(r"^step \d+ / 40$")).first.wait_for(timeout=120_000)
-    deadline = time.time() + 120
-    while progress_step(page) < 1 and time.time() < deadline:
-        page.wait_for_timeout(500)
-    first = progress_step(page)
-    assert first >= 1
+    first = wait_until(lambda: step_past(page, 0), 120, "e2e-demo's first step", every=0.5)
     page.wait_for_function(f"document.querySelectorAll('{CHARTS}').length >= 3")  # the overview
-    while progress_step(page) <= first and time.time() < deadline:  # no reload: the fragment refreshes itself
-        page.wait_for_timeout(500)
-    assert progress_step(page) > first
+    # no reload: the fragment refreshes itself
+    wait_until(lambda: step_past(page, first), 120, f"Live to show a step after {first}", every=0.5)
 
 
 def test_live_draws_the_overview_first_and_a_section_when_it_is_opened(server, page):
@@ -112,9 +108,7 @@ def test_stop_a_running_run(server, page):
     url, runs = server
     name, _ = launcher.launch({"name": "e2e-stop", "max_steps": 5000, "group_size": 2, "prompts_per_step": 2,
                                "sft_steps": 1, "passes": 1}, runs)
-    deadline = time.time() + 120
-    while read_run(runs, name).state != "running" and time.time() < deadline:
-        time.sleep(0.3)
+    wait_until(lambda: read_run(runs, name).state == "running", 120, f"{name} running", every=0.3)
     page.goto(url)
     wait_idle(page)
     page.get_by_role("combobox", name="Run").click()
@@ -122,9 +116,7 @@ def test_stop_a_running_run(server, page):
     page.wait_for_function(f"{RUN_PICKED}('{name}')")
     wait_idle(page)
     page.get_by_role("button", name=re.compile("Stop")).click()
-    while read_run(runs, name).state != "stopped" and time.time() < deadline:
-        time.sleep(0.3)
-    assert read_run(runs, name).state == "stopped"
+    wait_until(lambda: read_run(runs, name).state == "stopped", 120, f"{name} stopped", every=0.3)
     page.goto(f"{url}/live?run={name}")
     page.get_by_text(re.compile("stopped")).first.wait_for()
 
@@ -133,18 +125,10 @@ def test_the_training_pages_follow_the_language_switch(server, page):
     url, _ = server
     page.goto(f"{url}/live?run=alpha")
     wait_idle(page)
-    heading = page.locator("h1").filter(has_text="实时监控")
-    for _ in range(3):  # a click can land before the radio is wired: click again if nothing changed
-        page.get_by_text("中文", exact=True).click()
-        try:
-            heading.wait_for(timeout=10_000)
-            break
-        except Exception:  # noqa: BLE001 - retried; the last wait below fails with the real error
-            pass
-    expect(heading).to_be_visible()
-    wait_idle(page)
+    to_chinese(page, "实时监控")
     page.wait_for_function(f"document.querySelectorAll('{CHARTS}').length >= 3")
     expect(page.get_by_text(re.compile(r"^第 \d+ / \d+ 步$")).first).to_be_visible()
+    assert_page_whole(page, chinese=True)
     # the choice lasts the session: the navigation is in Chinese, and so is the next page
     page.locator("[data-testid=stSidebarNav] a").filter(has_text="组查看").click()
     expect(page.locator("h1").filter(has_text="组查看")).to_be_visible()
@@ -152,4 +136,32 @@ def test_the_training_pages_follow_the_language_switch(server, page):
     page.get_by_text("优势最高", exact=True).click()
     wait_idle(page)
     expect(page.get_by_text("重算的优势与记录的一致", exact=False)).to_be_visible()
-    assert page.locator("[data-testid=stException]").count() == 0
+    assert_page_whole(page, chinese=True)
+
+
+# page -> (address, its title in Chinese, labels it shows in Chinese, as in locales/zh.yaml)
+IN_CHINESE = {
+    "runs": ("", "运行列表", ["按名称筛选", "状态", "所选运行", "🚀 启动训练", "train.log（最后几行）"]),
+    "compare": ("compare?runs=alpha,beta", "运行对比",
+                ["指标", "摘要", "配置：取值不同的选项", "同一提示词的组，并排对比", "左侧运行", "右侧运行"]),
+}
+
+
+@pytest.mark.parametrize("name", list(IN_CHINESE))
+def test_runs_and_compare_in_chinese(server, page, name):
+    """The page in English, then in Chinese: its labels are the Chinese ones, nothing fell back to
+    English, and no text key was missing (a missing key raises, and the page would say it failed)."""
+    url, _ = server
+    address, title, labels = IN_CHINESE[name]
+    page.goto(f"{url}/{address}")
+    wait_idle(page)
+    assert_page_whole(page)
+    assert any(p in main_text(page) for p in english_only_phrases())  # the check below can see English
+    to_chinese(page, title)
+    if name == "compare":
+        page.wait_for_function(f"document.querySelectorAll('{CHARTS}').length >= 4")
+        side = page.locator("[data-testid=stMarkdownContainer]").filter(has_text=re.compile(r"第 \d+ 步 · 均值"))
+        expect(side).to_have_count(2)  # the same prompt's group, one per run
+    for label in labels:
+        expect(page.get_by_text(label, exact=True).first).to_be_visible()
+    assert_page_whole(page, chinese=True)

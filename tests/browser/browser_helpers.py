@@ -1,0 +1,158 @@
+"""What the browser tests share: the streamlit server, waiting for a page, the language switch, and
+what a page must not show (an exception, a failure line, English left over in the Chinese page).
+
+(A module of its own, not conftest.py: tests/conftest.py is a conftest too, and `from conftest import`
+would depend on which of the two was loaded last.)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests"))  # trainer_helpers, also when only tests/browser is collected
+from trainer_helpers import wait_until  # noqa: E402
+
+LOCALES = ROOT / "grpo_lab" / "dashboard" / "locales"
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+EXCEPTION = "[data-testid=stException]"
+MAIN = "[data-testid=stMainBlockContainer]"
+
+
+# --- the server ---------------------------------------------------------------------------------
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def streamlit_server(runs: Path):
+    """`streamlit run grpo_lab/dashboard/app.py` on a free port over the runs folder `runs`; yields its url."""
+    port = free_port()
+    log = open(runs.parent / "streamlit.log", "wb")
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "grpo_lab" / "dashboard" / "app.py"),
+                             "--server.port", str(port), "--server.headless", "true", "--server.address", "127.0.0.1",
+                             "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+                            cwd=ROOT, env={**os.environ, "GRPO_LAB_RUNS_DIR": str(runs), "PYTHONPATH": str(ROOT)},
+                            stdout=log, stderr=subprocess.STDOUT)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+def wait_until_healthy(url: str, runs: Path, timeout: float = 120) -> None:
+    """Until streamlit answers its health check; fails with the end of its log."""
+    def healthy() -> bool:
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2):
+                return True
+        except OSError:
+            return False
+
+    try:
+        wait_until(healthy, timeout, "streamlit's health check", every=0.3)
+    except AssertionError as exc:
+        raise RuntimeError(f"streamlit did not start ({exc}): "
+                           + (runs.parent / "streamlit.log").read_text()[-2000:]) from None
+
+
+# --- a page -------------------------------------------------------------------------------------
+
+def wait_idle(page, timeout: float = 60_000) -> None:
+    """Until Streamlit has finished running the script (no 'Running...' status)."""
+    page.wait_for_selector("[data-testid=stApp]")
+    page.wait_for_timeout(300)  # a run that a click asked for may not have started yet
+    page.wait_for_function("!document.querySelector('[data-testid=stStatusWidget]')", timeout=timeout)
+
+
+def click_until(page, target, expected, tries: int = 3) -> None:
+    """Click `target` until `expected` shows: a click can land before its widget is wired."""
+    for attempt in range(tries):
+        target.click()
+        try:
+            expected.wait_for(timeout=10_000)
+            return
+        except Exception:  # noqa: BLE001 - retried, then the last error is raised
+            if attempt == tries - 1:
+                raise
+
+
+def to_chinese(page, heading: str) -> None:
+    """Pick 中文 in the sidebar's language switch; returns once the page's h1 reads `heading`."""
+    click_until(page, page.get_by_text("中文", exact=True), page.locator("h1").filter(has_text=heading))
+    wait_idle(page)
+
+
+def main_text(page) -> str:
+    """The text of the page's main area as a reader sees it, without code blocks (logs, configs)."""
+    return page.locator(MAIN).first.evaluate(
+        "e => { const c = e.cloneNode(true); c.querySelectorAll('pre, code, [data-testid=stCode]')"
+        ".forEach(x => x.remove()); document.body.appendChild(c); const s = c.innerText; c.remove(); return s; }")
+
+
+# --- what must not show -------------------------------------------------------------------------
+
+@functools.cache
+def locale(code: str) -> dict[str, str]:
+    return yaml.safe_load((LOCALES / f"{code}.yaml").read_text(encoding="utf-8"))
+
+
+def _fragments(text: str) -> list[str]:
+    """A text's literal parts (around its {placeholders}), without markdown marks and edge punctuation."""
+    parts = (re.sub(r"[*`]", "", p) for p in re.split(r"\{[^}]*\}", text))
+    return [p.strip(" \n:;,.·()[]—–-…!?✅❌：；，。、（）") for p in parts]
+
+
+@functools.cache
+def english_only_phrases() -> tuple[str, ...]:
+    """English phrases of the UI (two words or more, 10+ characters) that no Chinese text contains:
+    one of them in a Chinese page is a text that fell back to English (zh.yaml lacks its key)."""
+    en, zh = locale("en"), locale("zh")
+    chinese = "\n".join(zh.values())
+    phrases = {f for k, v in en.items() if zh.get(k) != v for f in _fragments(v)
+               if len(f) >= 10 and " " in f and f not in chinese}
+    return tuple(sorted(phrases))
+
+
+def literal(key: str, code: str = "en") -> str:
+    """The longest literal part of a text (what a page shows of it whatever its placeholders hold)."""
+    return max(_fragments(locale(code)[key]), key=len)
+
+
+def page_failed_marks() -> list[str]:
+    """The literal parts of ui.page_failed (what ui.guard shows when a page raises, e.g. the KeyError
+    of a key that en.yaml lacks), in every language."""
+    return [literal("ui.page_failed", code) for code in ("en", "zh")]
+
+
+def assert_page_whole(page, chinese: bool = False) -> None:
+    """No exception box, no 'page hit a problem' line, and in Chinese no English left over."""
+    assert page.locator(EXCEPTION).count() == 0, page.locator(EXCEPTION).first.inner_text()
+    text = main_text(page)
+    failed = [m for m in page_failed_marks() if m in text]
+    assert not failed, text[:2000]
+    if chinese:
+        english = [p for p in english_only_phrases() if p in text]
+        assert not english, f"English in the Chinese page: {english}"
