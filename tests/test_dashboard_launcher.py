@@ -1,9 +1,9 @@
 """Launching, stopping and resuming the real trainer from the dashboard's launcher."""
 
 import dataclasses
+import json
 import os
 import signal
-import time
 
 import pytest
 
@@ -12,19 +12,10 @@ from grpo_lab.dashboard import launch_form, launcher
 from grpo_lab.rundir.layout import write_json_atomic
 from grpo_lab.rundir.reader import read_run
 from grpo_lab.rundir.status import read_status
+from trainer_helpers import wait_until
 
 SMALL = {"group_size": 2, "prompts_per_step": 2, "sft_steps": 1, "passes": 1, "max_new_tokens": 2,
          "token_detail_groups": 0, "flush_seconds": 0.2}
-
-
-def wait_for(predicate, timeout=90.0, what="condition"):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.mark.parametrize("values, message", [
@@ -45,8 +36,7 @@ def test_bad_form_values_are_refused_before_anything_starts(tmp_path, values, me
 def form_inputs(at) -> dict:
     """The launch form's number inputs by option name (keys: launch_<preset>[_<model kind>]_<option>)."""
     options = launch_form.MAIN + launch_form.MORE
-    return {next(o for o in options if w.key.endswith("_" + o)): w for w in at.number_input
-            if w.key.startswith("launch_")}
+    return {o: w for w in at.number_input if w.key.startswith("launch_") for o in options if w.key.endswith("_" + o)}
 
 
 def test_the_forms_numbers_carry_the_trainers_bounds(tmp_path, monkeypatch):
@@ -67,7 +57,7 @@ def test_the_forms_numbers_carry_the_trainers_bounds(tmp_path, monkeypatch):
 def test_an_out_of_range_number_cannot_be_submitted(tmp_path, monkeypatch):
     started = []
     monkeypatch.setenv("GRPO_LAB_RUNS_DIR", str(tmp_path))
-    monkeypatch.setattr(launcher, "launch", lambda values, runs_dir: started.append(values) or ("x", 1))
+    monkeypatch.setattr(launcher, "launch", lambda values, runs_dir, processes=1: started.append(values) or ("x", 1))
     at = open_page("runs")
     inputs = form_inputs(at)
     defaults = {name: inputs[name].value for name in ("epsilon", "lr", "group_size", "temperature")}
@@ -104,8 +94,8 @@ def test_stop_refuses_a_process_that_is_not_the_runs_trainer(tmp_path):
 def test_a_launch_that_dies_before_its_run_exists_shows_its_output(tmp_path, monkeypatch):
     monkeypatch.setenv("GRPO_LAB_REWARD_MODULES", "no_such_module")  # allowed here, so the trainer is the one to fail
     name, pid = launcher.launch({**SMALL, "name": "doomed", "rewards": "no_such_module:fn=1"}, tmp_path)
-    wait_for(lambda: not launcher.is_trainer_of(pid, name), what="the trainer to exit")
-    failed = wait_for(lambda: [p for p in launcher.pending(tmp_path) if p.name == name and not p.alive],
+    wait_until(lambda: not launcher.is_trainer_of(pid, name), what="the trainer to exit")
+    failed = wait_until(lambda: [p for p in launcher.pending(tmp_path) if p.name == name and not p.alive],
                       what="the failed launch")[0]
     assert "error: rewards" in failed.log and not (tmp_path / name).exists(), failed.log
     launcher.dismiss(tmp_path, name)
@@ -115,26 +105,26 @@ def test_a_launch_that_dies_before_its_run_exists_shows_its_output(tmp_path, mon
 def test_launch_detached_then_stop_then_resume(tmp_path):
     name, pid = launcher.launch({**SMALL, "name": "lr", "max_steps": 5000}, tmp_path)
     assert os.getsid(pid) == pid  # its own session: a dashboard restart does not take it down
-    wait_for(lambda: read_run(tmp_path, name).step >= 2, what="two steps")
+    wait_until(lambda: read_run(tmp_path, name).step >= 2, what="two steps")
     assert read_run(tmp_path, name).state == "running"
     launcher.stop(tmp_path, name)
-    stopped = wait_for(lambda: (r := read_run(tmp_path, name)).state == "stopped" and r, what="stopped")
+    stopped = wait_until(lambda: (r := read_run(tmp_path, name)).state == "stopped" and r, what="stopped")
     with pytest.raises(launcher.LaunchError, match="nothing to stop"):
         launcher.stop(tmp_path, name)
     with pytest.raises(launcher.LaunchError, match="already exists"):
         launcher.launch({**SMALL, "name": name}, tmp_path)
 
-    wait_for(lambda: not launcher.is_trainer_of(pid, name), what="the stopped trainer to exit")
+    wait_until(lambda: not launcher.is_trainer_of(pid, name), what="the stopped trainer to exit")
     new_pid = launcher.resume(tmp_path, name)
     assert new_pid != pid
-    resumed = wait_for(lambda: (r := read_run(tmp_path, name)).state == "running" and r.step > stopped.step and r,
+    resumed = wait_until(lambda: (r := read_run(tmp_path, name)).state == "running" and r.step > stopped.step and r,
                        what="the resumed run to pass its old step")
     with pytest.raises(launcher.LaunchError, match="only a stopped or failed"):
         launcher.resume(tmp_path, name)
     assert "--resume" in launcher.launch_log(tmp_path, name) and resumed.step > 0
 
     os.kill(new_pid, signal.SIGKILL)  # killed outright: no chance to write its own status
-    killed = wait_for(lambda: (r := read_run(tmp_path, name)).state == "failed" and r, what="failed")
+    killed = wait_until(lambda: (r := read_run(tmp_path, name)).state == "failed" and r, what="failed")
     assert "ended without reporting" in killed.error
     with pytest.raises(launcher.LaunchError, match="nothing to stop"):
         launcher.stop(tmp_path, name)
@@ -151,11 +141,56 @@ def test_launches_beyond_the_limit_queue_and_start_when_a_slot_frees(tmp_path, m
     with pytest.raises(launcher.LaunchError, match="already exists"):
         launcher.launch({**long, "name": "second"}, tmp_path)  # a queued name is taken
     assert launcher.start_queued(tmp_path) == []  # no free slot yet
-    wait_for(lambda: read_status(tmp_path / "first" / "status.json"), what="the first run's status")
+    wait_until(lambda: read_status(tmp_path / "first" / "status.json"), what="the first run's status")
     launcher.stop(tmp_path, first)
-    wait_for(lambda: not launcher.is_trainer_of(pid, first), what="the first trainer to stop")
+    wait_until(lambda: not launcher.is_trainer_of(pid, first), what="the first trainer to stop")
     assert launcher.start_queued(tmp_path) == ["second"]  # from the files: a restarted dashboard does the same
     started = next(p for p in launcher.pending(tmp_path) if p.name == "second")
     assert started.alive and not started.queued
     os.killpg(started.pid, signal.SIGKILL)  # its own session: the trainer and anything it started
-    wait_for(lambda: not launcher.is_trainer_of(started.pid, "second"), what="the second trainer to end")
+    wait_until(lambda: not launcher.is_trainer_of(started.pid, "second"), what="the second trainer to end")
+
+
+def test_the_form_asks_how_many_processes_and_passes_the_count_on(tmp_path, monkeypatch):
+    started = []
+    monkeypatch.setenv("GRPO_LAB_RUNS_DIR", str(tmp_path))
+    monkeypatch.setattr(launcher, "launch", lambda values, runs_dir, processes=1: started.append(processes) or ("x", 1))
+    at = open_page("runs")
+    field = next(w for w in at.number_input if w.key.endswith("_processes"))
+    assert (field.value, field.min, field.max) == (1, 1, launcher.MAX_PROCESSES)
+    field.set_value(2)
+    at.button[[b.label for b in at.button].index("Start training")].click().run()
+    assert started == [2]
+
+
+def test_several_processes_are_refused_up_front_with_the_trainers_own_line(tmp_path):
+    with pytest.raises(launcher.LaunchError, match=r"prompts_per_step: must be divisible by the number of processes"):
+        launcher.launch({**SMALL, "name": "odd", "prompts_per_step": 3}, tmp_path, processes=2)
+    with pytest.raises(launcher.LaunchError, match=r"algo: ppo runs on one process only"):
+        launcher.launch({**SMALL, "name": "ppo2", "algo": "ppo"}, tmp_path, processes=2)
+    with pytest.raises(launcher.LaunchError, match=r"processes: must be a whole number in \[1, 64\]"):
+        launcher.launch({**SMALL, "name": "many"}, tmp_path, processes=0)
+    assert not (tmp_path / launcher.LAUNCH_DIR).exists()  # nothing started, nothing written
+
+
+def test_two_processes_start_through_torchrun_show_their_world_and_stop_together(tmp_path, monkeypatch):
+    name, pid = launcher.launch({**SMALL, "name": "pair", "max_steps": 5000}, tmp_path, processes=2)
+    command = json.loads((tmp_path / launcher.LAUNCH_DIR / "pair.json").read_text())["command"]
+    assert command[1:6] == ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
+    try:
+        stop_and_check(tmp_path, name, pid, monkeypatch)
+    finally:
+        if launcher.is_trainer_of(pid, name):
+            os.killpg(pid, signal.SIGKILL)  # a failed check leaves no trainer behind
+
+
+def stop_and_check(tmp_path, name, pid, monkeypatch):
+    running = wait_until(lambda: (r := read_run(tmp_path, name)).step >= 2 and r, timeout=180, what="two steps")
+    assert running.get("world_size") == 2 and running.get("strategy") == "ddp" and running.get("pid") != pid
+    monkeypatch.setenv("GRPO_LAB_RUNS_DIR", str(tmp_path))
+    table = open_page("runs").dataframe[0].value
+    assert table.set_index("name").loc["pair", "processes"] == "2 · ddp · cpu"
+    assert launcher.stop(tmp_path, name) == pid  # torchrun, which passes SIGTERM to both processes
+    stopped = wait_until(lambda: (r := read_run(tmp_path, name)).state == "stopped" and r, timeout=120, what="stopped")
+    wait_until(lambda: not launcher.is_trainer_of(pid, name), timeout=60, what="torchrun to exit")
+    assert stopped.step >= 2

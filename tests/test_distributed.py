@@ -17,18 +17,19 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 import torch
 
-from grpo_lab.rundir.status import read_status
 from grpo_lab import rewards
+from grpo_lab.rundir.status import read_status
 from grpo_lab.trainer import tiny
 from grpo_lab.trainer.distributed import MERGE
+from grpo_lab.trainer.objective import group_advantages
 from grpo_lab.trainer.records import LastPass
 from grpo_lab.trainer.rollout import Rollout
 from grpo_lab.trainer.scoring import Batch
-from grpo_lab.trainer.objective import group_advantages
-from trainer_helpers import ROOT, documented_metrics, read_table, run_trainer
+from trainer_helpers import ROOT, documented_metrics, read_table, run_trainer, wait_for_step, wait_until
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -57,15 +58,52 @@ def trainer_args(runs: Path, name: str, *args: str) -> list[str]:
     return ["-m", "grpo_lab.trainer", "--runs-dir", str(runs), "--name", name, *args]
 
 
-def wait_for_step(run_dir: Path, step: int, proc: subprocess.Popen, timeout: float = 120) -> dict:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        status = read_status(run_dir / "status.json") or {}
-        if status.get("step", 0) >= step:
-            return status
-        assert proc.poll() is None, "torchrun exited early"
-        time.sleep(0.1)
-    raise AssertionError(f"step {step} not reached")
+def accelerate(*args: str, nproc: int = 2) -> list[str]:
+    """README's `accelerate launch --multi_gpu --num_processes N`: on a machine without N GPUs
+    --multi_gpu is what makes it start N processes (here on the CPU, gloo)."""
+    exe = Path(sys.executable).with_name("accelerate")
+    base = [str(exe), "launch"] if exe.exists() else [sys.executable, "-m", "accelerate.commands.launch"]
+    return [*base, "--multi_gpu", "--num_processes", str(nproc), "--num_machines", "1", "--mixed_precision", "no",
+            "--dynamo_backend", "no", "--num_cpu_threads_per_process", "1", "--main_process_port", str(free_port()),
+            *args]
+
+
+def rank_process(launcher: subprocess.Popen, rank: int) -> psutil.Process:
+    """The launcher's worker process of global rank `rank` (its RANK environment variable)."""
+    def find() -> psutil.Process | None:
+        for child in psutil.Process(launcher.pid).children():
+            try:
+                if child.environ().get("RANK") == str(rank):
+                    return child
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                continue
+        return None
+    return wait_until(find, 30, f"the process of rank {rank}", alive=launcher)
+
+
+def end(launcher: subprocess.Popen) -> None:
+    """A launcher a failed test left running, and its workers: ended, not left to the next test."""
+    if launcher.poll() is not None:
+        return
+    workers = psutil.Process(launcher.pid).children(recursive=True)
+    launcher.kill()
+    for worker in workers:
+        try:
+            worker.kill()
+        except psutil.NoSuchProcess:
+            pass
+    launcher.wait(timeout=30)
+
+
+def assert_every_step_once(run_dir: Path, steps: int) -> None:
+    """Steps 1..steps each logged once: one scalars row, and every completion once (4 groups of 4)."""
+    assert read_table(run_dir, "scalars")["step"].tolist() == list(range(1, steps + 1))
+    samples = read_table(run_dir, "samples")
+    assert len(samples) == steps * 4 * 4  # steps x prompts_per_step x G
+    assert sorted(samples["step"].unique()) == list(range(1, steps + 1))
+    for (step, group), rows in samples.groupby(["step", "group"]):
+        assert sorted(rows["sample_idx"]) == [0, 1, 2, 3], (step, group)
+    assert (samples.groupby("step")["group"].nunique() == 4).all()
 
 
 # --- the same update -------------------------------------------------------------------------
@@ -156,7 +194,7 @@ def test_scalars_are_global(runs):
     scalars = read_table(runs / "two", "scalars").set_index("step")
     samples = read_table(runs / "two", "samples")
     written = {c for c in scalars.columns if c not in ("time", "wall_s")}
-    assert written == documented_metrics("grpo", rewards=["correctness"])
+    assert written == documented_metrics("grpo", rewards=["correctness"], processes=2)
     assert scalars[sorted(written)].notna().all().all()
     for step, rows in samples.groupby("step"):
         assert scalars.loc[step, "reward/mean"] == pytest.approx(rows["reward"].mean())
@@ -242,6 +280,63 @@ def test_rank_0_records_a_failure_even_while_stuck_in_a_collective(tmp_path):
     assert read_table(tmp_path / "stuck", "scalars")["step"].tolist() == [1]
 
 
+def test_a_killed_rank_fails_the_run_and_resume_continues_it(tmp_path):
+    """README: "a process killed outright fails the run the same way and `--resume` continues it"."""
+    run_dir = tmp_path / "kill"
+    with (tmp_path / "torchrun.err").open("w") as err:
+        proc = subprocess.Popen(torchrun(*trainer_args(tmp_path, "kill", "--max-steps", "500", *TINY,
+                                                       "--checkpoint-every", "2")),
+                                cwd=ROOT, env=ENV, stdout=subprocess.DEVNULL, stderr=err)
+        try:
+            wait_for_step(run_dir, 3, proc)  # the checkpoint of step 2 is on disk
+            rank0, rank1 = rank_process(proc, 0), rank_process(proc, 1)
+            killed = time.monotonic()
+            rank1.kill()  # SIGKILL: no handler, no report in the store, no exit code of its own
+            proc.wait(timeout=90)
+            took = time.monotonic() - killed
+        finally:
+            end(proc)
+    assert proc.returncode != 0
+    assert took < 45  # rank 0's collective with the dead process failed; nothing waited for a timeout
+    _, alive = psutil.wait_procs([rank0], timeout=10)
+    assert not alive  # rank 0 ended too, not orphaned by the launcher
+    assert f"exitcode  : -9 (pid: {rank1.pid})" in (tmp_path / "torchrun.err").read_text()  # rank 1 was killed
+    status = read_status(run_dir / "status.json")
+    assert status["state"] == "failed"  # written by rank 0 as it failed, not left "running"
+    assert status["error"].startswith("another process ended without a report (killed?)")  # rank 0 is not blamed
+    failed_at = status["step"]
+    assert failed_at >= 3
+    checkpoints = [int(c.name.removeprefix("step-")) for c in (run_dir / "checkpoints").glob("step-*")
+                   if (c / "meta.json").is_file()]
+    assert checkpoints and max(checkpoints) >= 2
+
+    steps = failed_at + 2  # the steps after the checkpoint again, then two more
+    result = run(torchrun(*trainer_args(tmp_path, "kill", "--resume", "--max-steps", str(steps))))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"resuming kill after step {max(checkpoints)}" in (run_dir / "train.log").read_text()
+    status = read_status(run_dir / "status.json")
+    assert status["state"] == "finished" and status["step"] == steps and status["world_size"] == 2
+    assert status["error"] is None
+    assert_every_step_once(run_dir, steps)  # the rows logged after the checkpoint were not kept twice
+
+
+# --- another world size ------------------------------------------------------------------------------
+
+
+def test_a_two_process_run_resumes_on_one_process(tmp_path):
+    """README: checkpoints are whole weights, "so a run resumes with any number of processes"."""
+    result = run(torchrun(*trainer_args(tmp_path, "wide", "--max-steps", "3", *TINY, "--checkpoint-every", "2")))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert read_status(tmp_path / "wide" / "status.json")["world_size"] == 2
+    one = run_trainer(tmp_path, "wide", "--resume", "--max-steps", "5")  # plain python: one process
+    assert one.returncode == 0, one.stderr[-3000:]
+    assert "resuming wide after step 3" in (tmp_path / "wide" / "train.log").read_text()
+    status = read_status(tmp_path / "wide" / "status.json")
+    assert status["state"] == "finished" and status["step"] == 5
+    assert status["world_size"] == 1 and status["strategy"] is None and status["devices"] == ["cpu"]
+    assert_every_step_once(tmp_path / "wide", 5)
+
+
 # --- two machines ----------------------------------------------------------------------------------
 
 
@@ -258,3 +353,16 @@ def test_two_nodes_on_localhost(tmp_path):
     status = read_status(tmp_path / "nodes" / "status.json")
     assert status["state"] == "finished" and status["world_size"] == 2
     assert len(read_table(tmp_path / "nodes", "samples")) == 2 * 4 * 4
+
+
+# --- accelerate launch -------------------------------------------------------------------------------
+
+
+def test_accelerate_launch_on_the_cpu(tmp_path):
+    """README's `accelerate launch --multi_gpu --num_processes 2 -m grpo_lab.trainer`, here on gloo."""
+    result = run(accelerate("-m", *trainer_args(tmp_path, "acc", "--max-steps", "2", *TINY)[1:]))
+    assert result.returncode == 0, result.stderr[-3000:]
+    status = read_status(tmp_path / "acc" / "status.json")
+    assert status["state"] == "finished" and status["step"] == 2
+    assert status["world_size"] == 2 and status["strategy"] == "ddp" and status["devices"] == ["cpu", "cpu"]
+    assert_every_step_once(tmp_path / "acc", 2)

@@ -57,6 +57,24 @@ def test_dynamic_sampling_scalars_describe_what_was_sampled(dynamic_run):
         assert samples[samples["step"] == step].groupby("group")["prompt_id"].first().is_unique
 
 
+def test_the_groups_page_marks_a_dropped_group(dynamic_run, monkeypatch):
+    from app_helpers import open_page, texts
+
+    samples = read_table(dynamic_run, "samples")
+    dropped = samples[samples["dropped"]]
+    assert not dropped.empty  # the seeded tiny model, near chance, ties often: groups are dropped
+    step, group = int(dropped["step"].iloc[0]), int(dropped["group"].iloc[0])
+    monkeypatch.setenv("GRPO_LAB_RUNS_DIR", str(dynamic_run.parent))
+    at = open_page("groups", dynamic_run.name)
+    at.number_input(key="groups_step").set_value(step).run()
+    picker = at.selectbox(key=f"groups_pick_{step}")
+    assert " · dropped" in picker.format_func(group)
+    assert all(" · dropped" not in picker.format_func(g) for g in set(samples[(samples["step"] == step)
+                                                                            & ~samples["dropped"]]["group"]))
+    picker.set_value(group).run()
+    assert "Dynamic sampling dropped this group" in texts(at.info)
+
+
 def test_dynamic_sampling_stops_at_its_bound_when_no_group_has_a_spread(tmp_path):
     cfg = tmp_path / "flat.yaml"  # every completion is shorter than 100 characters: reward 0 for all
     cfg.write_text("rewards: {length: 1.0}\nreward_params: {length: {max_len: 100}}\n")

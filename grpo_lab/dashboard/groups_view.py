@@ -43,15 +43,18 @@ def find(run: str, mode: str, current_prompt: str | None) -> Target | None:
         ui.warn(problems)
         if rows.empty:
             return None
+        rows = rows.assign(dropped=rows["dropped"].fillna(False).astype(bool) if "dropped" in rows else False)
         groups = rows.groupby("group", sort=True).agg(prompt_id=("prompt_id", "first"),
                                                       mean=("reward", "mean"), std=("reward", lambda r: r.std(ddof=0)),
-                                                      signal=("advantage", lambda a: bool((a != 0).any())))
+                                                      signal=("advantage", lambda a: bool((a != 0).any())),
+                                                      dropped=("dropped", "any"))
         labels = {g: t("groups.option", group=g, prompt=r.prompt_id, mean=f"{r['mean']:.2f}", std=f"{r['std']:.2f}")
-                  + ("" if r.signal else t("groups.option_no_signal")) for g, r in groups.iterrows()}
+                  + ("" if r.signal else t("groups.option_no_signal"))
+                  + (t("groups.option_dropped") if r.dropped else "") for g, r in groups.iterrows()}
         options = list(labels)
         detail = int(cfg_value(run, "token_detail_groups", 2))
         # Start on a group worth looking at: one with a learning signal, token detail if possible.
-        with_signal = [g for g in options if groups.loc[g, "signal"]]
+        with_signal = [g for g in options if groups.loc[g, "signal"] and not groups.loc[g, "dropped"]]
         first = next((g for g in with_signal if g < detail), with_signal[0] if with_signal else options[0])
         g = c2.selectbox(t("groups.pick", n=len(groups), step=step), options, index=options.index(first),
                          format_func=labels.get, key=f"groups_pick_{step}")
@@ -122,6 +125,8 @@ def show_group(info: RunInfo, target: Target) -> None:
         st.warning(t("groups.unknown_std_mode", mode=repr(std_mode)))
         std_mode = "group"
     st.subheader(t("groups.heading", step=step, group=number, prompt=prompt_id))
+    if "dropped" in group and group["dropped"].fillna(False).astype(bool).any():
+        st.info(t("groups.dropped"))  # dynamic sampling threw it away: logged, never trained on
     # whitespace markers help with the one-character demo tokenizer and hide real prose: off for real models
     markers = st.toggle(t("groups.markers"), value=cfg.get("model", "tiny") == "tiny",
                         key="groups_markers")

@@ -22,11 +22,11 @@ def demo_values(runs_dir: Path) -> dict[str, Any]:
     return {"name": launcher.free_name(runs_dir, "demo")}
 
 
-def start(values: dict[str, Any]) -> None:
+def start(values: dict[str, Any], processes: int = 1) -> None:
     from grpo_lab.dashboard import data  # noqa: PLC0415 - keeps this module importable without a runs folder
 
     try:
-        name, pid = launcher.launch(values, data.runs_dir())
+        name, pid = launcher.launch(values, data.runs_dir(), processes)
     except (launcher.LaunchError, ValueError) as exc:
         st.error(t("launch.not_started", error=exc))
         return
@@ -113,7 +113,11 @@ def form(runs_dir: Path) -> None:
             for i, name in enumerate(MORE):
                 with cols[i % 4]:
                     values[name] = _widget(name, specs[name], number, kind)
+            with cols[len(MORE) % 4]:  # not a trainer option: how many processes torchrun starts
+                processes = st.number_input(t("launch.processes"), min_value=1, max_value=launcher.MAX_PROCESSES,
+                                            value=1, step=1, help=t("launch.processes_help"),
+                                            key=f"launch_{number}_processes")
         submitted = st.form_submit_button(t("launch.submit"), type="primary")
     if submitted:
         # options the preset sets but the form does not show (eval_prompts, ...) still apply
-        start({**preset, **{k: v for k, v in values.items() if v is not None and v != ""}})
+        start({**preset, **{k: v for k, v in values.items() if v is not None and v != ""}}, int(processes))

@@ -1,8 +1,10 @@
 """Start, stop and resume trainer processes from the dashboard.
 
 A run is started as `python -m grpo_lab.trainer --name ... --runs-dir ...` in its own session
-(start_new_session), so it outlives a page reload and a restart of the dashboard. Form values go
-to the trainer as an argument list, never through a shell. Validation happens before anything
+(start_new_session), so it outlives a page reload and a restart of the dashboard; with several
+processes, through torchrun (`python -m torch.distributed.run --standalone --nproc-per-node N -m
+grpo_lab.trainer ...`), which is then the process the dashboard stops. Form values go to the trainer
+as an argument list, never through a shell. Validation happens before anything
 starts, with the trainer's own `grpo_lab.trainer.config.from_dict`.
 
 Each launch leaves `<runs_dir>/.launcher/<name>.json` (pid, command, time) and `<name>.log`
@@ -30,6 +32,7 @@ from grpo_lab.rundir.status import ACTIVE_STATES, pid_alive
 
 LAUNCH_DIR = ".launcher"  # starts with '.', so it can never be a run name
 MAX_RUNS_ENV = "GRPO_LAB_MAX_RUNS"
+MAX_PROCESSES = 64  # processes on this machine (--nproc-per-node); more machines: torchrun by hand
 _children: dict[int, subprocess.Popen] = {}  # processes this dashboard started, reaped when done
 
 
@@ -83,15 +86,23 @@ def _flag_value(value: Any) -> str:
     return str(value)
 
 
-def validate(values: dict[str, Any], runs_dir: Path) -> list[str]:
-    """The trainer's validation of the form values, plus "is the name free"; returns argv tail."""
+def check_processes(processes: Any) -> int:
+    if isinstance(processes, bool) or not isinstance(processes, int) or not 1 <= processes <= MAX_PROCESSES:
+        raise LaunchError(f"processes: must be a whole number in [1, {MAX_PROCESSES}], got {processes!r}")
+    return processes
+
+
+def validate(values: dict[str, Any], runs_dir: Path, processes: int = 1) -> list[str]:
+    """The trainer's validation of the form values, plus "is the name free" and what several
+    processes need (the trainer's own refusals, before anything starts); returns argv tail."""
     from grpo_lab.trainer.config import ConfigError, from_dict
 
+    check_processes(processes)
     values = {k: v for k, v in values.items() if v is not None and v != ""}
     if (refused := access.check_launch(values, runs_dir)) is not None:
         raise LaunchError(refused)
     try:
-        cfg = from_dict({**values, "runs_dir": str(runs_dir)})
+        cfg = from_dict({**values, "runs_dir": str(runs_dir)}, world=processes)
     except ConfigError as exc:
         raise LaunchError(str(exc)) from None
     from grpo_lab import rewards  # light: reward code is imported only when a reward is built
@@ -113,11 +124,18 @@ def validate(values: dict[str, Any], runs_dir: Path) -> list[str]:
     return argv
 
 
-def _start(runs_dir: Path, name: str, argv: list[str]) -> int:
+def trainer_command(argv: list[str], runs_dir: Path, processes: int = 1) -> list[str]:
+    """The trainer's command line: one process, or `processes` of them under torchrun on this machine."""
+    launcher = [] if processes == 1 else ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
+                                          str(processes)]
+    return [sys.executable, *launcher, "-m", "grpo_lab.trainer", *argv, "--runs-dir", str(runs_dir)]
+
+
+def _start(runs_dir: Path, name: str, argv: list[str], processes: int = 1) -> int:
     folder = runs_dir / LAUNCH_DIR
     folder.mkdir(parents=True, exist_ok=True)
     log = folder / f"{name}.log"
-    command = [sys.executable, "-m", "grpo_lab.trainer", *argv, "--runs-dir", str(runs_dir)]
+    command = trainer_command(argv, runs_dir, processes)
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     with open(log, "ab") as out:
         out.write(f"\n$ {' '.join(command)}\n".encode())
@@ -126,22 +144,24 @@ def _start(runs_dir: Path, name: str, argv: list[str]) -> int:
                                 start_new_session=True, env=env)
     _children[proc.pid] = proc
     write_json_atomic(folder / f"{name}.json",
-                      {"name": name, "pid": proc.pid, "command": command, "started_at": time.time()})
+                      {"name": name, "pid": proc.pid, "command": command, "processes": processes,
+                       "started_at": time.time()})
     return proc.pid
 
 
-def launch(values: dict[str, Any], runs_dir: Path) -> tuple[str, int]:
-    """Validate, then start a new run in the background; returns (name, pid). With max_runs()
-    runs already training it is queued instead (pid 0), on disk, and start_queued starts it."""
-    argv = validate(values, runs_dir)
+def launch(values: dict[str, Any], runs_dir: Path, processes: int = 1) -> tuple[str, int]:
+    """Validate, then start a new run in the background (on `processes` processes); returns
+    (name, pid). With max_runs() runs already training it is queued instead (pid 0), on disk,
+    and start_queued starts it."""
+    argv = validate(values, runs_dir, processes)
     name = argv[argv.index("--name") + 1]
     if training(runs_dir) >= max_runs():
         folder = runs_dir / LAUNCH_DIR
         folder.mkdir(parents=True, exist_ok=True)
         write_json_atomic(folder / f"{name}.json", {"name": name, "queued": True, "argv": argv,
-                                                    "queued_at": time.time()})
+                                                    "processes": processes, "queued_at": time.time()})
         return name, 0
-    return name, _start(runs_dir, name, argv)
+    return name, _start(runs_dir, name, argv, processes)
 
 
 def max_runs() -> int:
@@ -168,14 +188,15 @@ def start_queued(runs_dir: Path) -> list[str]:
             break
         record = read_json(runs_dir / LAUNCH_DIR / f"{entry.name}.json") or {}
         argv = record.get("argv")
-        if isinstance(argv, list) and all(isinstance(a, str) for a in argv):
-            _start(runs_dir, entry.name, argv)
+        processes = record.get("processes", 1)
+        if isinstance(argv, list) and all(isinstance(a, str) for a in argv) and isinstance(processes, int):
+            _start(runs_dir, entry.name, argv, processes)
             started.append(entry.name)
     return started
 
 
 def resume(runs_dir: Path, name: str) -> int:
-    """Continue a stopped or failed run from its latest checkpoint."""
+    """Continue a stopped or failed run from its latest checkpoint, on as many processes as it had."""
     info = read_run(runs_dir, name)
     if info.state not in ("stopped", "failed"):
         raise LaunchError(f"{name} is {info.state}: only a stopped or failed run can be resumed")
@@ -183,7 +204,9 @@ def resume(runs_dir: Path, name: str) -> int:
         raise LaunchError(f"{name} has no config.json: it never got far enough to resume")
     if _alive_launch(runs_dir, name) or is_trainer_of((info.status or {}).get("pid"), name):
         raise LaunchError(f"{name}: its trainer is still shutting down; try again in a moment")
-    return _start(runs_dir, name, ["--name", name, "--resume"])
+    processes = (info.status or {}).get("world_size", 1)
+    processes = processes if isinstance(processes, int) and 1 <= processes <= MAX_PROCESSES else 1
+    return _start(runs_dir, name, ["--name", name, "--resume"], processes)
 
 
 def _cmdline(pid: int) -> list[str]:
@@ -210,12 +233,13 @@ def is_trainer_of(pid: Any, name: str) -> bool:
 
 
 def stop(runs_dir: Path, name: str) -> int:
-    """Ask a running trainer to stop (SIGTERM: it finishes the step, checkpoints, says stopped)."""
+    """Ask a running trainer to stop (SIGTERM: it finishes the step, checkpoints, says stopped).
+    Several processes started here: torchrun's pid, which passes the signal on to every one."""
     check_name(name)
     info = read_run(runs_dir, name)
     pid = (info.status or {}).get("pid")
-    if info.status is None:
-        record = read_json(runs_dir / LAUNCH_DIR / f"{name}.json") or {}
+    record = read_json(runs_dir / LAUNCH_DIR / f"{name}.json") or {}
+    if info.status is None or (record.get("processes", 1) != 1 and is_trainer_of(record.get("pid"), name)):
         pid = record.get("pid")
     elif info.state not in ACTIVE_STATES:
         raise LaunchError(f"{name} is {info.state}: nothing to stop")

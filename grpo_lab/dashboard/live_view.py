@@ -43,6 +43,8 @@ def header(info, frame: data.Frame) -> None:
     reward = data.latest(frame, "reward/mean")
     cols[2].metric(t("live.latest_reward"), "—" if reward is None else f"{reward:.3f}")
     cols[3].metric(t("live.elapsed"), ui.duration(ui.run_duration(info)))
+    if (world := ui.world_label(info)) != "—":
+        st.caption(t("live.world", world=world))
     if info.error:
         st.error(t("ui.error", error=info.error))
 

@@ -27,6 +27,8 @@ SECTIONS = ("overview", "update", "completions", "speed", "value")
 
 # grpo_lab/trainer/timing.py's phases, as the scalars name them
 PHASE_METRICS = tuple(f"time/{phase}_s" for phase in ("generation", "reward", "old_logp", "ref", "update", "log"))
+# timing.rank_scalars: the slowest and the mean process, logged only by runs of several processes
+RANK_METRICS = tuple(f"time/{phase}_s_{which}" for phase in ("generation", "update") for which in ("max", "mean"))
 
 
 def reward_metrics(columns: list[str]) -> tuple[str, ...]:
@@ -36,7 +38,9 @@ def reward_metrics(columns: list[str]) -> tuple[str, ...]:
 
 
 def panels(columns: list[str]) -> list[Panel]:
-    """The Live page's charts for the columns this run has (PPO adds value/* metrics)."""
+    """The Live page's charts for the columns this run has (PPO adds value/* metrics; several
+    processes add the slowest and mean rank's times)."""
+    present = set(columns)
     out = [
         Panel(t("panel.reward.title"), reward_metrics(columns), t("panel.reward.help"), t("unit.reward")),
         Panel(t("panel.eval.title"), ("eval/accuracy", "eval/reward_mean"), t("panel.eval.help"), t("unit.score")),
@@ -61,10 +65,12 @@ def panels(columns: list[str]) -> list[Panel]:
               t("unit.tokens_per_s"), section="speed"),
         Panel(t("panel.phases.title"), PHASE_METRICS, t("panel.phases.help"), t("unit.seconds"), stacked=True,
               section="speed"),
+        # stragglers; built only for a run that has them (one process has no such columns)
+        *([Panel(t("panel.ranks.title"), RANK_METRICS, t("panel.ranks.help"), t("unit.seconds"), section="speed")]
+          if present & set(RANK_METRICS) else []),
         Panel(t("panel.value.title"), ("value/explained_variance", "value/clip_frac", "value/mean", "returns/mean"),
               t("panel.value.help"), "", section="value"),
     ]
-    present = set(columns)
     kept = (dataclasses.replace(p, metrics=tuple(m for m in p.metrics if m in present)) for p in out)
     return [p for p in kept if p.metrics]
 

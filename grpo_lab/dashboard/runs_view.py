@@ -25,13 +25,14 @@ def runs_frame(runs, pending) -> pd.DataFrame:
             "step": f"{r.step} / {r.total_steps or '?'}",
             "latest reward": latest,
             "doctor": data.findings_badge(r),
+            "processes": ui.world_label(r),
             "started": pd.to_datetime(started, unit="s", utc=True).tz_convert(None) if started else None,
             "duration": ui.duration(ui.run_duration(r)),
         })
     for p in pending:
         rows.append({"name": p.name, "algo": "—", "model": "—", "task": "—",
                      "state": ui.state_label("queued" if p.queued else "launching" if p.alive else "failed to start"), "progress": 0.0,
-                     "step": "—", "latest reward": None, "doctor": "",
+                     "step": "—", "latest reward": None, "doctor": "", "processes": "—",
                      "started": pd.to_datetime(p.started_at, unit="s", utc=True).tz_convert(None), "duration": "—"})
     return pd.DataFrame(rows)
 

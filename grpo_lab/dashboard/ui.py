@@ -42,6 +42,20 @@ def state_label(state: str) -> str:
     return f"{STATE_ICONS.get(state, '❔')} {state_name(state)}"
 
 
+def world_label(info: RunInfo) -> str:
+    """Where a run trains, from its status: "1 · cpu", "2 · ddp · cuda:0, cuda:1"; "—" before it says."""
+    world, devices = info.get("world_size"), info.get("devices")
+    if not isinstance(world, int) or world < 1:
+        return "—"
+    parts = [str(world)]
+    if world > 1 and isinstance(info.get("strategy"), str):
+        parts.append(info.get("strategy"))
+    if isinstance(devices, list) and devices:
+        shown = list(dict.fromkeys(str(d) for d in devices))  # 8 processes on "cpu": one "cpu"
+        parts.append(", ".join(shown[:8]) + (" …" if len(shown) > 8 else ""))
+    return " · ".join(parts)
+
+
 def warn(problems: list[str], limit: int = 5) -> None:
     """One warning box for a table's problems (missing, empty, damaged parts)."""
     unique = list(dict.fromkeys(problems))
@@ -57,6 +71,7 @@ def headings() -> dict[str, str]:
         "name": t("col.name"), "run": t("col.run"), "algo": t("col.algo"), "model": t("col.model"),
         "task": t("col.task"), "state": t("col.state"), "progress": t("col.progress"), "step": t("col.step"),
         "steps": t("col.steps"), "latest reward": t("col.latest_reward"), "doctor": t("col.doctor"),
+        "processes": t("col.processes"),
         "started": t("col.started"), "duration": t("col.duration"), "option": t("col.option"),
         "value": t("col.value"), "source": t("col.source"), "group": t("col.group"), "prompt_id": t("col.prompt_id"),
         "sample_idx": t("col.sample_idx"), "completion": t("col.completion"), "reward": t("col.reward"),

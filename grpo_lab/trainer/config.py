@@ -190,7 +190,9 @@ class Config:
                         "critical); the last checkpoint before it is kept. Findings: the events table.",
                         choices=("none", "warning", "critical"))
 
-    def validate(self) -> "Config":
+    def validate(self, world: int | None = None) -> "Config":
+        """Every option checked once; `world` is the number of processes that will train (default:
+        the launcher's WORLD_SIZE; the dashboard passes the count it is about to start)."""
         def need(ok: bool, name: str, allowed: str) -> None:
             if not ok:
                 raise ConfigError(f"{name}: {allowed}, got {getattr(self, name)!r}")
@@ -222,7 +224,7 @@ class Config:
             value = getattr(self, name)
             need(self.algo == "grpo" or value in (off if isinstance(off, tuple) else (off,)), name,
                  "is a GRPO option; with algo ppo leave it at its default")
-        world = launched_world_size()
+        world = launched_world_size() if world is None else world
         if world > 1:  # launched on several processes: what that needs, and what is one-process only for now
             need(self.prompts_per_step % world == 0, "prompts_per_step",
                  f"must be divisible by the number of processes ({world}), so each takes whole groups")
@@ -362,7 +364,7 @@ def read_config_file(path: str) -> dict[str, Any]:
     return data
 
 
-def from_dict(values: dict[str, Any], sources: dict[str, str] | None = None) -> Config:
+def from_dict(values: dict[str, Any], sources: dict[str, str] | None = None, world: int | None = None) -> Config:
     """Build and validate a Config from plain values (file, CLI, dashboard form).
 
     `sources` names where each given value came from (default: "command line"); the result's
@@ -384,7 +386,7 @@ def from_dict(values: dict[str, Any], sources: dict[str, str] | None = None) -> 
         cfg.runs_dir = default_runs_dir()
     if not cfg.name:
         cfg.name = f"{cfg.algo}-{time.strftime('%Y%m%d-%H%M%S')}"
-    return cfg.validate()
+    return cfg.validate(world)
 
 
 def load_config(argv: list[str] | None = None) -> Config:

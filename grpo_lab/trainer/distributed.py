@@ -15,6 +15,8 @@ launcher (WORLD_SIZE > 1 in the environment) every process runs the same loop on
 - Records: rank 0 is the only writer of the run directory (status, config, tables, checkpoints,
   events, train.log). It gathers every process's completions and per-token figures and computes
   each logged figure over all of them; group r * groups_per_rank + g is rank r's local group g.
+  Timings (time/*) are rank 0's; each rank's generation and update seconds travel with the same
+  gather, and rank 0 also logs the slowest and the mean rank (time/generation_s_max, ..._mean).
 - Randomness: sampling on rank r at step s draws from a seed of (seed, r, s), so processes sample
   differently and a resumed run samples as the uninterrupted one did.
 - Shutdown: every step ends with an all-reduce of the stop flags, so a SIGTERM one process sees
@@ -52,6 +54,9 @@ from grpo_lab.trainer.scoring import concat_batches
 # Figures a step function adds to step_scalars' per rank; combined across ranks by rank 0.
 ACROSS_RANKS = {"groups/kept": sum, "groups/dropped": sum, "groups/sampling_rounds": max,
                 "loss/entropy_bonus": lambda values: sum(values) / len(values)}
+# How gloo / NCCL word a collective whose peer process is gone
+PEER_LOST = ("Connection closed by peer", "Connection reset by peer", "Broken pipe", "DistBackendError",
+             "NCCL communicator was aborted", "Read error")
 FAILURE_KEY = "grpo_lab/failure"  # in the launcher's store: the first failing rank's "rank R: error"
 
 
@@ -161,7 +166,7 @@ class Dist:
         """Every rank's pieces of one step, merged on rank 0 into the global batch's (in rank
         order, so completion i of the merge answers global group i // G); other ranks get theirs
         back unchanged. Pieces: batch, stats, last, advantages, per_token, frac_zero_std,
-        policy_losses, losses (see MERGE)."""
+        policy_losses, losses, rank_seconds (see MERGE)."""
         if not self.active:
             return pieces
         parts = [None] * self.world_size if self.writer else None
@@ -218,6 +223,16 @@ class Dist:
         except Exception:  # noqa: BLE001
             return None
         return None
+
+    def failure(self, error: str) -> str:
+        """What rank 0 records when its step raised `error`: the report of the rank that failed
+        first; else, when its collective lost a peer that left no report (a process killed
+        outright), that, rather than blaming rank 0; else rank 0's own error."""
+        if (report := self.peer_failure()) is not None:
+            return report
+        if any(sign in error for sign in PEER_LOST):
+            return f"another process ended without a report (killed?): rank 0's collective failed: {error}"
+        return f"rank 0: {error}"
 
     def close(self) -> None:
         if self.active and dist.is_initialized():
@@ -486,7 +501,8 @@ def _pad_cat(tensors: list[torch.Tensor], value: Any) -> torch.Tensor:
 
 def _merge_batches(parts: list) -> Any:
     merged = concat_batches(parts, pad_id=0)
-    # the ranks sampled side by side: the step waited for the slowest
+    # the ranks sampled side by side: the step waited for the slowest (the logged slowest and mean
+    # rank, time/generation_s_max and _mean, come from each rank's timer: MERGE["rank_seconds"])
     rollout = dataclasses.replace(merged.rollout, generation_s=max(p.rollout.generation_s for p in parts))
     # concat_batches pads a narrower rank's per-token figures with NaN, where one process's forward
     # has numbers; the entropy is averaged as (entropy * mask): its padding must be a number
@@ -519,4 +535,6 @@ MERGE = {
     "frac_zero_std": lambda parts: sum(parts) / len(parts),  # each rank has the same number of groups
     "policy_losses": _mean_per_update,
     "losses": _mean_per_update,
+    # timing.rank_seconds: {phase: [seconds]} per rank -> {phase: [rank 0's, rank 1's, ...]}
+    "rank_seconds": lambda parts: {k: [v for p in parts for v in p[k]] for k in parts[0]},
 }

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import torch
 
 from grpo_lab.trainer.doctor import repetitive
+from grpo_lab.trainer.timing import rank_scalars, rank_seconds
 
 # Fixed ratio histogram bins: 40 bins over [0.5, 1.5]; values beyond fall into the end bins.
 RATIO_EDGES = torch.linspace(0.5, 1.5, 41)
@@ -116,11 +117,12 @@ def step_scalars(c, batch, stats: TokenStats, *, advantages: torch.Tensor, frac_
                  policy_losses: list[float], losses: list[float], grad_norms: list[float],
                  start: float) -> dict[str, float]:
     """The scalars GRPO and PPO both log (docs/run-directory.md); `advantages` one per logged value."""
+    ranks = None  # several processes: every rank's generation and update seconds, for the slowest and the mean
     if c.dist.active:  # several processes: rank 0 computes each figure over every rank's completions
         g = c.dist.gather_step(batch=batch, stats=stats, advantages=advantages, frac_zero_std=frac_zero_std,
-                               policy_losses=policy_losses, losses=losses)
+                               policy_losses=policy_losses, losses=losses, rank_seconds=rank_seconds(c.timer))
         batch, stats, advantages, frac_zero_std = g["batch"], g["stats"], g["advantages"], g["frac_zero_std"]
-        policy_losses, losses = g["policy_losses"], g["losses"]
+        policy_losses, losses, ranks = g["policy_losses"], g["losses"], g["rank_seconds"]
     rollout, mask = batch.rollout, batch.mask
     step_s = time.perf_counter() - start
     metrics = reward_scalars(batch.totals, batch.scores.per_reward, batch.scores.errors, frac_zero_std, advantages)
@@ -141,6 +143,8 @@ def step_scalars(c, batch, stats: TokenStats, *, advantages: torch.Tensor, frac_
         "time/step_s": step_s,
         "perf/tokens_per_s": int(mask.sum()) / step_s,
     })
+    if ranks is not None:  # one process: time/generation_s and time/update_s are its only rank's already
+        metrics.update(rank_scalars(ranks))
     return metrics
 
 

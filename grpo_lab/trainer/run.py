@@ -354,7 +354,7 @@ def train(cfg: Config) -> int:
             except Exception:  # noqa: BLE001 - the original error is the one to report
                 log.error("could not flush logs:\n%s", traceback.format_exc())
         if d.active:  # the process that failed first (another rank's crash breaks rank 0's collectives)
-            error = d.peer_failure() or f"rank 0: {error}"
+            error = d.failure(error)
         if doctor.last_critical and not full:  # the likely cause, found a step or more earlier
             f = doctor.last_critical
             error += f" (after the run doctor's finding at step {f.step}: {f.message}; {f.suggestion})"

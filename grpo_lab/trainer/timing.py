@@ -4,6 +4,10 @@
 and starts the next. Logging that happens after a step's row is built (flushing part files) is
 counted in the next step's `time/log_s`. Every phase is always present (0 when skipped), so the
 columns never come and go.
+
+Several processes: these are rank 0's figures. For the phases where one process can hold up the
+others, each rank also sends its seconds (`rank_seconds`) with the step's gather to rank 0
+(records.step_scalars), which logs the slowest and the mean rank (`rank_scalars`): the stragglers.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 PHASES = ("generation", "reward", "old_logp", "ref", "update", "log")
+# Phases timed on every rank and logged as time/<phase>_s_max and time/<phase>_s_mean (several processes only)
+RANK_PHASES = ("generation", "update")
 
 
 class PhaseTimer:
@@ -40,3 +46,19 @@ class PhaseTimer:
             out[f"perf/{phase}_tokens_per_s"] = n / seconds if seconds > 0 else 0.0
         self.__init__()
         return out
+
+
+def rank_seconds(timer: PhaseTimer) -> dict[str, list[float]]:
+    """This rank's seconds so far this step in each of RANK_PHASES, as one-element lists: the piece
+    Dist.gather_step concatenates in rank order (its step's generation and update are done by then)."""
+    return {phase: [timer.seconds[phase]] for phase in RANK_PHASES}
+
+
+def rank_scalars(seconds: dict[str, list[float]]) -> dict[str, float]:
+    """time/<phase>_s_max (the slowest rank) and time/<phase>_s_mean (the mean over ranks) of every
+    rank's seconds, {phase: [rank 0's, rank 1's, ...]}."""
+    out: dict[str, float] = {}
+    for phase, values in seconds.items():
+        out[f"time/{phase}_s_max"] = max(values)
+        out[f"time/{phase}_s_mean"] = sum(values) / len(values)
+    return out

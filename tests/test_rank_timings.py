@@ -1,0 +1,133 @@
+"""Per-rank timings: with several processes rank 0 logs the slowest and the mean process's
+generation and update seconds (time/generation_s_max, _mean, time/update_s_max, _mean), and Live's
+Speed section draws them; a one-process run writes no such columns and Live draws no such panel.
+
+The 2-process run is the real trainer under torchrun (gloo, one thread each) whose rank 1 samples
+SLOW_S seconds late, so rank 0 can only see the straggler through rank 1's own figures.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from app_helpers import charts, live_open, open_page
+from grpo_lab.dashboard import metrics
+from grpo_lab.trainer.distributed import MERGE
+from grpo_lab.trainer.timing import PHASES, RANK_PHASES, rank_scalars
+from trainer_helpers import ROOT, documented_metrics, read_table, run_trainer
+
+TINY = ["--prompts-per-step", "4", "--group-size", "4", "--sft-steps", "5", "--flush-seconds", "0",
+        "--max-steps", "2", "--seed", "5"]
+ENV = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+RANK_METRICS = [f"time/{p}_s_{w}" for p in ("generation", "update") for w in ("max", "mean")]
+SLOW_S = 1.0  # rank 1's extra seconds per sampling call
+# python -m grpo_lab.trainer, except that rank 1's sampling sleeps first
+STRAGGLER = f"""
+import os, sys, time
+from grpo_lab.trainer import scoring
+from grpo_lab.trainer.__main__ import main
+
+if os.environ["RANK"] == "1":
+    sample = scoring.sample
+    def slow_sample(*args, **kwargs):
+        time.sleep({SLOW_S})
+        return sample(*args, **kwargs)
+    scoring.sample = slow_sample
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def torchrun(*args: str, nproc: int = 2) -> list[str]:
+    """As tests/test_distributed.py launches: torchrun beside this Python, one free port."""
+    exe = Path(sys.executable).with_name("torchrun")
+    base = [str(exe)] if exe.exists() else [sys.executable, "-m", "torch.distributed.run"]
+    return [*base, "--nproc-per-node", str(nproc), "--master-port", str(free_port()), *args]
+
+
+# --- the figures -------------------------------------------------------------------------------
+
+
+def test_rank_0_logs_the_slowest_and_the_mean_rank():
+    parts = [{"generation": [1.0], "update": [0.5]}, {"generation": [3.0], "update": [0.25]}]
+    merged = MERGE["rank_seconds"](parts)
+    assert merged == {"generation": [1.0, 3.0], "update": [0.5, 0.25]}  # rank order
+    assert rank_scalars(merged) == {"time/generation_s_max": 3.0, "time/generation_s_mean": 2.0,
+                                    "time/update_s_max": 0.5, "time/update_s_mean": 0.375}
+    assert set(RANK_PHASES) <= set(PHASES)
+
+
+# --- real runs -----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """"two": 2 steps on 2 processes, rank 1 a straggler in sampling; "one": the same on one process."""
+    runs = tmp_path_factory.mktemp("runs")
+    script = runs.parent / "straggler.py"
+    script.write_text(STRAGGLER)
+    two = subprocess.run(torchrun(str(script), "--runs-dir", str(runs), "--name", "two", *TINY), cwd=ROOT, env=ENV,
+                         capture_output=True, text=True, timeout=600)
+    assert two.returncode == 0, two.stderr[-3000:]
+    one = run_trainer(runs, "one", *TINY, timeout=600)
+    assert one.returncode == 0, one.stderr[-3000:]
+    return runs
+
+
+def test_two_processes_log_the_slowest_and_the_mean_rank(runs):
+    scalars = read_table(runs / "two", "scalars")
+    assert scalars["step"].tolist() == [1, 2]
+    written = {c for c in scalars.columns if c not in ("step", "time", "wall_s")}
+    several = documented_metrics("grpo", rewards=["correctness"], processes=2)
+    assert several - documented_metrics("grpo", rewards=["correctness"]) == set(RANK_METRICS)
+    assert written == several  # documented, both ways
+    for phase in ("generation", "update"):
+        top, mean = scalars[f"time/{phase}_s_max"], scalars[f"time/{phase}_s_mean"]
+        assert (mean > 0).all() and (top >= mean).all()
+        assert (top >= scalars[f"time/{phase}_s"]).all()  # rank 0's own is one of the ranks'
+    # rank 1 sampled SLOW_S late (once a step): the slowest is rank 1, and the mean halfway
+    assert (scalars["time/generation_s_max"] >= scalars["time/generation_s"] + 0.8 * SLOW_S).all()
+    gap = scalars["time/generation_s_max"] - scalars["time/generation_s_mean"]
+    assert (gap >= 0.3 * SLOW_S).all()
+
+
+def test_one_process_writes_none_of_them(runs):
+    scalars = read_table(runs / "one", "scalars")
+    written = {c for c in scalars.columns if c not in ("step", "time", "wall_s")}
+    assert written == documented_metrics("grpo", rewards=["correctness"])
+    assert not written & set(RANK_METRICS)
+
+
+def chart_titles(at) -> list[str]:
+    titles = [json.loads(c.proto.spec).get("title") for c in charts(at)]
+    return [t["text"] if isinstance(t, dict) else t for t in titles]
+
+
+def test_live_draws_the_straggler_panel_only_for_several_processes(runs, monkeypatch):
+    from grpo_lab.dashboard.i18n import texts
+
+    title = texts("en")["panel.ranks.title"]
+    monkeypatch.setenv("GRPO_LAB_RUNS_DIR", str(runs))
+    at = open_page("live", "two", **live_open("speed"))
+    speed = next(e for e in at.expander if e.label.startswith("Speed:"))
+    assert title in speed.label and title in chart_titles(at)
+    assert not at.warning and not at.error
+    panel = next(p for p in metrics.panels(list(read_table(runs / "two", "scalars").columns)) if p.title == title)
+    assert panel.metrics == tuple(RANK_METRICS) and panel.section == "speed" and not panel.stacked
+
+    at = open_page("live", "one", **live_open("speed"))
+    speed = next(e for e in at.expander if e.label.startswith("Speed:"))
+    assert title not in speed.label and title not in chart_titles(at)
+    assert "Where the step goes" in chart_titles(at)  # the section is open and drawn
