@@ -12,7 +12,7 @@ downsampling, chart specs, serialisation); caches are emptied before each "first
 not (a dashboard imports once).
 
 --browser: from navigation to every chart of the first paint drawn (the overview; the other sections
-wait in closed expanders, grpo_lab/dashboard/live_view.py), median of three loads; then, once, the seconds from
+wait in closed expanders, grpo_lab/dashboard/views/live_view.py), median of three loads; then, once, the seconds from
 clicking the first closed section to every section's charts drawn, opening them one after another.
 """
 
@@ -199,7 +199,7 @@ def browser_load(runs_dir: Path, names: list[str]) -> dict[str, tuple[float, flo
 
     from playwright.sync_api import sync_playwright
 
-    from grpo_lab.dashboard import metrics
+    from grpo_lab.dashboard.views import metrics
 
     sections = [p.section for p in metrics.panels(["step", "time", "wall_s", *SCALARS])]  # the bench runs' columns
     first = sections.count("overview")

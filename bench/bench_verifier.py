@@ -90,7 +90,8 @@ def old_verifier(rev: str | None):
                              capture_output=True, text=True, check=True).stdout.split()
         rev = next(c for c in log if "math_verify" not in show(c))
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
-        f.write(show(rev))
+        # its helpers were `rewards.*` before the package was named grpo_lab (symbolic.py unchanged since)
+        f.write(show(rev).replace("from rewards.", "from grpo_lab.rewards."))
     spec = importlib.util.spec_from_file_location("old_verifier", f.name)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

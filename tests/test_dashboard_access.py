@@ -3,7 +3,8 @@ only the data folders and reward modules it is given."""
 
 import pytest
 
-from grpo_lab.dashboard import access, launcher
+from grpo_lab.dashboard import access
+from grpo_lab.dashboard.launching import launcher
 
 
 @pytest.mark.parametrize("ip, local", [(None, True), ("127.0.0.1", True), ("::1", True), ("127.8.9.1", True),

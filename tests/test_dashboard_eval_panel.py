@@ -4,8 +4,8 @@ import math
 
 import pandas as pd
 
-from grpo_lab.dashboard.metrics import panels
-from grpo_lab.dashboard.series import long_frame
+from grpo_lab.dashboard.views.metrics import panels
+from grpo_lab.dashboard.views.series import long_frame
 
 
 def test_eval_metrics_have_a_panel_and_missing_steps_are_skipped():

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from grpo_lab.dashboard import group_math, markup
+from grpo_lab.dashboard.views import group_math, markup
 
 
 def test_the_chapter_example_worked_row_by_row():

@@ -8,7 +8,7 @@ import signal
 import pytest
 
 from app_helpers import open_page
-from grpo_lab.dashboard import launch_form, launcher
+from grpo_lab.dashboard.launching import launch_form, launcher
 from grpo_lab.rundir.layout import write_json_atomic
 from grpo_lab.rundir.reader import read_run
 from grpo_lab.rundir.status import read_status

@@ -103,11 +103,11 @@ def test_runs_filters_by_name_and_shows_log_and_error(app):
 
 
 def test_first_visit_with_no_runs_offers_the_demo_in_one_click(tmp_path, monkeypatch):
-    from grpo_lab.dashboard import launcher
+    from grpo_lab.dashboard.launching import launcher
 
     started = []
     monkeypatch.setenv("GRPO_LAB_RUNS_DIR", str(tmp_path))
-    monkeypatch.setattr(launcher, "launch", lambda values, runs_dir: started.append((values, runs_dir)) or ("demo", 1))
+    monkeypatch.setattr(launcher, "launch", lambda values, runs_dir, processes=1: started.append((values, runs_dir)) or ("demo", 1))
     at = AppTest.from_file(APP, default_timeout=60).run()
     assert at.selectbox(key="launch_preset").value == "Built-in demo: tiny model, single-digit addition (about a minute on a CPU)"
     at.button(key="launch_demo").click().run()
@@ -115,7 +115,7 @@ def test_first_visit_with_no_runs_offers_the_demo_in_one_click(tmp_path, monkeyp
 
 
 def test_the_launch_form_validates_before_starting(app, monkeypatch):
-    from grpo_lab.dashboard import launcher
+    from grpo_lab.dashboard.launching import launcher
 
     monkeypatch.setattr(launcher, "_start", lambda *a: pytest.fail("nothing may start on bad input"))
     at = app("runs")
@@ -129,10 +129,10 @@ def test_the_launch_form_validates_before_starting(app, monkeypatch):
 
 
 def test_a_preset_fills_the_form_and_its_hidden_options_still_apply(app, monkeypatch):
-    from grpo_lab.dashboard import launcher, presets
+    from grpo_lab.dashboard.launching import launcher, presets
 
     started = []
-    monkeypatch.setattr(launcher, "launch", lambda values, runs_dir: started.append(values) or ("x", 1))
+    monkeypatch.setattr(launcher, "launch", lambda values, runs_dir, processes=1: started.append(values) or ("x", 1))
     at = app("runs")
     label = next(name for name in presets.presets() if name.startswith("SmolLM2"))
     at.selectbox(key="launch_preset").set_value(label).run()

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from grpo_lab.dashboard import presets
+from grpo_lab.dashboard.launching import presets
 
 ROOT = Path(__file__).resolve().parent.parent
 

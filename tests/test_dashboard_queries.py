@@ -5,7 +5,7 @@ column: rundir.query derives it from row order), which must read the same."""
 
 import pytest
 
-from grpo_lab.dashboard import queries
+from grpo_lab.dashboard.reading import queries
 from grpo_lab.rundir.layout import RunPaths, part_name
 from grpo_lab.rundir.writer import TableWriter
 

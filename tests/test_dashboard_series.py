@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from grpo_lab.dashboard import charts, metrics, series
+from grpo_lab.dashboard.views import charts, metrics, series
 
 
 def test_ema_is_debiased_and_zero_weight_is_raw():
@@ -86,7 +86,7 @@ def test_panels_cover_the_documented_metrics_and_ppo_extras():
 
 
 def test_every_panel_has_a_live_section_and_every_closed_section_a_heading():
-    from grpo_lab.dashboard import live_view
+    from grpo_lab.dashboard.views import live_view
 
     cols = ["reward/mean", "eval/accuracy", "advantage/std", "groups/frac_zero_std", "kl/mean", "clip/low", "ratio/max",
             "entropy/mean", "loss/policy", "grad/norm", "completion/length_mean", "completion/truncated_frac",

@@ -13,7 +13,8 @@ import yaml
 from streamlit.testing.v1 import AppTest
 
 from app_helpers import APP, live_open, open_page
-from grpo_lab.dashboard import i18n, launch_form, launcher
+from grpo_lab.dashboard import i18n
+from grpo_lab.dashboard.launching import launch_form, launcher
 from grpo_lab.rundir.layout import RunPaths, write_json_atomic
 from grpo_lab.rundir.writer import TableWriter
 from trainer_helpers import start_trainer, wait_trainers

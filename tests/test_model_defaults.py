@@ -34,7 +34,9 @@ def test_given_values_win_and_say_where_they_came_from(tmp_path):
 
 def test_help_shows_both_defaults():
     text = "".join(build_parser().format_help().split())  # argparse wraps lines, also at hyphens
-    assert "(default:0.002forthebuilt-inmodel,1e-05forapretrainedmodel)" in text
+    assert "(default:0.002forthebuilt-inmodel,1e-05forapretrainedmodel;in(0,1])" in text
+    # every bounded option says its range where it is described
+    assert "(default:1.0;in[0.01,100])" in text and "(default:8;in[1,1024])" in text
 
 
 def test_config_json_records_sources_and_a_resume_keeps_them(tmp_path, tiny_run):

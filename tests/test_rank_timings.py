@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from app_helpers import charts, live_open, open_page
-from grpo_lab.dashboard import metrics
+from grpo_lab.dashboard.views import metrics
 from grpo_lab.trainer.distributed import MERGE
 from grpo_lab.trainer.timing import PHASES, RANK_PHASES, rank_scalars
 from trainer_helpers import ROOT, documented_metrics, read_table, run_trainer

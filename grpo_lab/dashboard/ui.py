@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import streamlit as st
 
-from grpo_lab.dashboard import data
+from grpo_lab.dashboard.reading import data
 from grpo_lab.dashboard.i18n import t
 from grpo_lab.rundir.reader import RunInfo
 

@@ -141,7 +141,7 @@ class Config:
                                  bounds=Bounds(1, MAX_COMPLETIONS))
     max_new_tokens: int | None = _opt(None, "Longest completion in tokens; longer ones are cut and marked truncated.",
                                       by_model=True, bounds=Bounds(1, MAX_NEW_TOKENS))
-    temperature: float = _opt(1.0, "Sampling temperature (> 0); 1.0 samples the policy itself.",
+    temperature: float = _opt(1.0, "Sampling temperature; 1.0 samples the policy itself.",
                               bounds=Bounds(0.01, 100))
     # --- objective ---
     epsilon: float = _opt(0.2, "Clip range: ratios outside [1-epsilon, 1+epsilon] stop the gradient.",
@@ -346,8 +346,10 @@ def build_parser() -> argparse.ArgumentParser:
                               "model" for k in MODEL_DEFAULTS)
         else:
             shown = default
+        bounds = f.metadata.get("bounds")  # the range validate() enforces, said where the option is
+        allowed = f"; {str(bounds).removeprefix('must be ')}" if bounds is not None else ""
         parser.add_argument(flag, dest=f.name, default=None, metavar=f.name.upper(),
-                            help=f"{f.metadata['help']} (default: {shown})")
+                            help=f"{f.metadata['help']} (default: {shown}{allowed})")
     return parser
 
 

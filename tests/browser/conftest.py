@@ -53,7 +53,7 @@ def server(tmp_path_factory):
 
 def stop_trainers(runs: Path) -> None:
     """End every trainer the tests launched through the dashboard (their pids are on record)."""
-    from grpo_lab.dashboard import launcher
+    from grpo_lab.dashboard.launching import launcher
     from grpo_lab.rundir.layout import read_json
 
     for record in (runs / launcher.LAUNCH_DIR).glob("*.json"):

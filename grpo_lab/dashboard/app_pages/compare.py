@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from grpo_lab.dashboard import compare_view, ui
+from grpo_lab.dashboard import ui
+from grpo_lab.dashboard.views import compare_view
 from grpo_lab.dashboard.i18n import t
 
 st.title("⚖️ " + t("nav.compare"))

@@ -1,11 +1,13 @@
 """Live: a run's curves, refreshed every two seconds while it trains (only new parts are read); the
-overview first, each other section (grpo_lab/dashboard/metrics.py SECTIONS) drawn once its expander is opened."""
+overview first, each other section (grpo_lab/dashboard/views/metrics.py SECTIONS) drawn once its expander is opened."""
 
 from __future__ import annotations
 
 import streamlit as st
 
-from grpo_lab.dashboard import data, live_view, ui
+from grpo_lab.dashboard import ui
+from grpo_lab.dashboard.reading import data
+from grpo_lab.dashboard.views import live_view
 from grpo_lab.dashboard.i18n import t
 
 st.title("📈 " + t("nav.live"))

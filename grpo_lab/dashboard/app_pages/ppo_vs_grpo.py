@@ -4,7 +4,7 @@ measured figures of this lab's runs of each algorithm."""
 import pandas as pd
 import streamlit as st
 
-from grpo_lab.dashboard import data
+from grpo_lab.dashboard.reading import data
 from grpo_lab.dashboard.concepts import from_run, structure
 from grpo_lab.dashboard.i18n import t
 from grpo_lab.rundir.reader import RunInfo

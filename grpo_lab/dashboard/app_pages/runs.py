@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from grpo_lab.dashboard import data, launch_form, launcher, runs_view, ui
+from grpo_lab.dashboard import ui
+from grpo_lab.dashboard.launching import launch_form, launcher
+from grpo_lab.dashboard.reading import data
+from grpo_lab.dashboard.views import runs_view
 from grpo_lab.dashboard.i18n import t
 
 st.title("🗂️ " + t("nav.runs"))

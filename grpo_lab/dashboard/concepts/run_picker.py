@@ -8,7 +8,8 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from grpo_lab.dashboard import data, ui
+from grpo_lab.dashboard import ui
+from grpo_lab.dashboard.reading import data
 from grpo_lab.dashboard.concepts import from_run
 from grpo_lab.dashboard.i18n import t
 from grpo_lab.rundir.reader import RunInfo

@@ -8,7 +8,10 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from grpo_lab.dashboard import charts, data, groups_view, launcher, markup, queries, series, ui
+from grpo_lab.dashboard import ui
+from grpo_lab.dashboard.launching import launcher
+from grpo_lab.dashboard.reading import data, queries
+from grpo_lab.dashboard.views import charts, groups_view, markup, series
 from grpo_lab.dashboard.i18n import t
 from grpo_lab.rundir.layout import SOURCES_KEY
 from grpo_lab.rundir.reader import RunInfo

@@ -7,7 +7,9 @@ import html
 import pandas as pd
 import streamlit as st
 
-from grpo_lab.dashboard import charts, data, group_math, markup, queries, ui
+from grpo_lab.dashboard import ui
+from grpo_lab.dashboard.reading import data, queries
+from grpo_lab.dashboard.views import charts, group_math, markup
 from grpo_lab.dashboard.i18n import t
 from grpo_lab.rundir.reader import RunInfo
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import streamlit as st
 
-from grpo_lab.dashboard import launcher, presets
+from grpo_lab.dashboard.launching import launcher, presets
 from grpo_lab.dashboard.i18n import t
 
 # The form's main options, then those under "More options". Each option's label and help text are
@@ -23,7 +23,7 @@ def demo_values(runs_dir: Path) -> dict[str, Any]:
 
 
 def start(values: dict[str, Any], processes: int = 1) -> None:
-    from grpo_lab.dashboard import data  # noqa: PLC0415 - keeps this module importable without a runs folder
+    from grpo_lab.dashboard.reading import data  # noqa: PLC0415 - keeps this module importable without a runs folder
 
     try:
         name, pid = launcher.launch(values, data.runs_dir(), processes)

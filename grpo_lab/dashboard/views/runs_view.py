@@ -7,7 +7,9 @@ import json
 import pandas as pd
 import streamlit as st
 
-from grpo_lab.dashboard import data, launch_form, launcher, ui
+from grpo_lab.dashboard import ui
+from grpo_lab.dashboard.launching import launch_form, launcher
+from grpo_lab.dashboard.reading import data
 from grpo_lab.dashboard.i18n import t
 from grpo_lab.rundir.layout import SOURCES_KEY
 from grpo_lab.rundir.reader import tail

@@ -14,7 +14,9 @@ import time
 import pandas as pd
 import streamlit as st
 
-from grpo_lab.dashboard import charts, data, metrics, series, ui
+from grpo_lab.dashboard import ui
+from grpo_lab.dashboard.reading import data
+from grpo_lab.dashboard.views import charts, metrics, series
 from grpo_lab.dashboard.i18n import t
 from grpo_lab.rundir.reader import run_path, table_parts
 

@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from grpo_lab.dashboard.data import runs_dir
+from grpo_lab.dashboard.reading.data import runs_dir
 from grpo_lab.rundir import query as rq
 from grpo_lab.rundir.reader import run_path, table_parts
 

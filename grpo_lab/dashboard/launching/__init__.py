@@ -1,0 +1,1 @@
+"""Starting, queueing, stopping and resuming trainer processes, and the launch form that feeds them."""
