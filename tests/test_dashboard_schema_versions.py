@@ -66,7 +66,7 @@ def test_a_version_1_run_gets_the_groups_the_trainer_wrote(runs):
 
 @pytest.mark.parametrize("page", RUN_PAGES)
 def test_a_version_1_run_opens_on_every_page(app, page):
-    at = app(page, "v1", cmp_runs=["v1", "now"])
+    at = app(page, "v1", cmp_runs=["v1", "now"], runs_pick="v1")
     assert "hit a problem" not in texts(at.error)
     assert "newer version" not in texts(at.warning) + texts(at.error)
 
@@ -80,6 +80,6 @@ def test_a_version_1_run_shows_its_groups_checked_against_the_formula(app):
 
 @pytest.mark.parametrize("page", ["runs", "live", "groups"])
 def test_a_run_from_a_newer_version_says_upgrade(app, page):
-    at = app(page, "future")
+    at = app(page, "future", runs_pick="future")  # runs_pick: the Runs page's own selection
     shown = texts(at.warning) + texts(at.error) + texts(at.info)
     assert f"run-directory schema {SCHEMA_VERSION + 1}" in shown and "upgrade grpo-lab" in shown

@@ -12,6 +12,7 @@ import subprocess
 import pandas as pd
 import pytest
 
+from grpo_lab.rundir import metrics
 from grpo_lab.trainer.config import ConfigError, from_dict
 from grpo_lab.trainer.data import load_task_rows
 from grpo_lab.trainer.setup import build_tasks
@@ -104,6 +105,8 @@ def test_eval_logging_writes_eval_curves_on_evaluation_steps(tmp_path):
     scalars = read_table(tmp_path / "runs" / "ev", "scalars").set_index("step")
     evaluated = scalars.index[scalars["eval/reward_mean"].notna()].tolist()
     assert evaluated == [1, 2, 4, 5]  # after step 1, every 2 steps, and the last step
+    written = {c for c in scalars.columns if c not in ("time", "wall_s")}
+    assert written == metrics.names("grpo", ["correctness"], evaluated=True)  # the registry's eval/* too
     for name in ("eval/accuracy", "eval/rewards/correctness/mean", "eval/completion/length_mean",
                  "eval/completion/truncated_frac", "eval/time_s"):
         assert scalars.loc[evaluated, name].notna().all(), name

@@ -29,7 +29,7 @@ from grpo_lab.trainer.objective import group_advantages
 from grpo_lab.trainer.records import LastPass
 from grpo_lab.trainer.rollout import Rollout
 from grpo_lab.trainer.scoring import Batch
-from trainer_helpers import ROOT, documented_metrics, read_table, run_trainer, wait_for_step, wait_until
+from trainer_helpers import ROOT, registered_metrics, read_table, run_trainer, wait_for_step, wait_until
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -194,7 +194,7 @@ def test_scalars_are_global(runs):
     scalars = read_table(runs / "two", "scalars").set_index("step")
     samples = read_table(runs / "two", "samples")
     written = {c for c in scalars.columns if c not in ("time", "wall_s")}
-    assert written == documented_metrics("grpo", rewards=["correctness"], processes=2)
+    assert written == registered_metrics("grpo", rewards=["correctness"], processes=2)
     assert scalars[sorted(written)].notna().all().all()
     for step, rows in samples.groupby("step"):
         assert scalars.loc[step, "reward/mean"] == pytest.approx(rows["reward"].mean())

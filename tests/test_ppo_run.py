@@ -9,7 +9,7 @@ from grpo_lab.rundir.status import read_status
 from grpo_lab.trainer.config import ConfigError, from_dict
 from grpo_lab.trainer.objective import gae, kl_k1
 from grpo_lab.trainer.run import train
-from trainer_helpers import SMALL, documented_metrics, read_table, run_trainer
+from trainer_helpers import SMALL, registered_metrics, read_table, run_trainer
 
 BETA = 0.1
 
@@ -38,7 +38,7 @@ def test_scalars_have_the_shared_and_the_ppo_metrics(run_dir):
     scalars = read_table(run_dir, "scalars")
     assert scalars["step"].tolist() == [1, 2, 3, 4]
     written = {c for c in scalars.columns if c not in ("step", "time", "wall_s")}
-    assert written == documented_metrics("ppo", rewards=["correctness"])  # the doc's list, both ways
+    assert written == registered_metrics("ppo", rewards=["correctness"])  # the registry (and so the doc), both ways
     assert scalars[sorted(written - {"value/explained_variance"})].notna().all().all()
     assert (scalars["kl/approx"] >= 0).all()  # k3 of pi_old against pi_theta: never negative
     # a step whose returns are all equal (every reward 0, policy still the reference) teaches nothing:

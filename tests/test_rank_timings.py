@@ -21,7 +21,7 @@ from app_helpers import charts, live_open, open_page
 from grpo_lab.dashboard.views import metrics
 from grpo_lab.trainer.distributed import MERGE
 from grpo_lab.trainer.timing import PHASES, RANK_PHASES, rank_scalars
-from trainer_helpers import ROOT, documented_metrics, read_table, run_trainer
+from trainer_helpers import ROOT, registered_metrics, read_table, run_trainer
 
 TINY = ["--prompts-per-step", "4", "--group-size", "4", "--sft-steps", "5", "--flush-seconds", "0",
         "--max-steps", "2", "--seed", "5"]
@@ -90,8 +90,8 @@ def test_two_processes_log_the_slowest_and_the_mean_rank(runs):
     scalars = read_table(runs / "two", "scalars")
     assert scalars["step"].tolist() == [1, 2]
     written = {c for c in scalars.columns if c not in ("step", "time", "wall_s")}
-    several = documented_metrics("grpo", rewards=["correctness"], processes=2)
-    assert several - documented_metrics("grpo", rewards=["correctness"]) == set(RANK_METRICS)
+    several = registered_metrics("grpo", rewards=["correctness"], processes=2)
+    assert several - registered_metrics("grpo", rewards=["correctness"]) == set(RANK_METRICS)
     assert written == several  # documented, both ways
     for phase in ("generation", "update"):
         top, mean = scalars[f"time/{phase}_s_max"], scalars[f"time/{phase}_s_mean"]
@@ -106,7 +106,7 @@ def test_two_processes_log_the_slowest_and_the_mean_rank(runs):
 def test_one_process_writes_none_of_them(runs):
     scalars = read_table(runs / "one", "scalars")
     written = {c for c in scalars.columns if c not in ("step", "time", "wall_s")}
-    assert written == documented_metrics("grpo", rewards=["correctness"])
+    assert written == registered_metrics("grpo", rewards=["correctness"])
     assert not written & set(RANK_METRICS)
 
 

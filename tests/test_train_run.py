@@ -9,7 +9,7 @@ import torch
 
 from grpo_lab.rundir.status import read_status
 from grpo_lab.trainer.objective import group_advantages
-from trainer_helpers import SMALL, documented_metrics, read_table, run_trainer
+from trainer_helpers import SMALL, registered_metrics, read_table, run_trainer
 
 
 @pytest.fixture(scope="module")
@@ -28,12 +28,12 @@ def test_status_and_config(run_dir):
     assert config["group_size"] == 4 and config["std_mode"] == "group" and config["name"] == "e2e"
 
 
-def test_scalars_are_the_documented_metrics(run_dir):
+def test_scalars_are_the_registered_metrics(run_dir):
     scalars = read_table(run_dir, "scalars")
     assert scalars["step"].tolist() == [1, 2, 3, 4, 5, 6]
     written = {c for c in scalars.columns if c not in ("step", "time", "wall_s")}
     # every metric written is documented, and every GRPO metric documented is written, every step
-    assert written == documented_metrics("grpo", rewards=["correctness"])
+    assert written == registered_metrics("grpo", rewards=["correctness"])
     assert scalars[sorted(written)].notna().all().all()
     # 4 passes per batch: the policy moves within a step, so ratios leave 1
     assert (scalars["ratio/max"] > 1.0).any() and (scalars["ratio/min"] < 1.0).any()

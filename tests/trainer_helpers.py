@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 import time
@@ -12,6 +11,7 @@ from typing import Any, Callable
 
 import pandas as pd
 
+from grpo_lab.rundir import metrics
 from grpo_lab.rundir.reader import TableReader
 from grpo_lab.rundir.status import read_status
 
@@ -81,35 +81,6 @@ def read_table(run_dir: Path, table: str) -> pd.DataFrame:
     return read.table.to_pandas() if read.table is not None else pd.DataFrame()
 
 
-DOC = ROOT / "docs" / "run-directory.md"
-# The doc's tables of per-step metrics: (heading that opens the table, algorithms that write it,
-# fewest processes that write it).
-METRIC_TABLES = (("## tables/scalars", ("grpo", "ppo"), 1), ("**Scalars GRPO adds.**", ("grpo",), 1),
-                 ("**Scalars PPO adds.**", ("ppo",), 1), ("**Scalars with several processes.**", ("grpo",), 2))
-
-
-def documented_metrics(algo: str, rewards: list[str], processes: int = 1) -> set[str]:
-    """The metric names docs/run-directory.md lists for `algo` trained on `processes` processes,
-    with `<fn>` expanded to `rewards`.
-
-    A cell such as "`reward/mean`, `/std`" lists reward/mean and reward/std.
-    """
-    names: set[str] = set()
-    lines = DOC.read_text().splitlines()
-    for heading, algos, fewest in METRIC_TABLES:
-        if algo not in algos or processes < fewest:
-            continue
-        start = next(i for i, line in enumerate(lines) if line.startswith(heading))
-        body = lines[start + 1:]
-        first = next(i for i, line in enumerate(body) if line.startswith("| metric"))
-        for line in body[first + 2:]:
-            if not line.startswith("|"):
-                break
-            cell = line.split("|")[1]
-            base = ""
-            for name in re.findall(r"`([^`]+)`", cell):
-                if name.startswith("/"):
-                    name = base + name
-                base = name.rsplit("/", 1)[0]
-                names.update(name.replace("<fn>", fn) for fn in rewards) if "<fn>" in name else names.add(name)
-    return names
+def registered_metrics(algo: str, rewards: list[str], processes: int = 1) -> set[str]:
+    """The metric columns grpo_lab.rundir.metrics says a run of `algo` writes (no eval/*)."""
+    return metrics.names(algo, rewards, processes)

@@ -6,6 +6,7 @@ import streamlit as st
 from grpo_lab.dashboard.concepts import group, run_picker
 from grpo_lab.dashboard.concepts.from_run import group_rewards
 from grpo_lab.dashboard.i18n import t
+from grpo_lab.dashboard.reading import data
 
 st.title(t("group.title"))
 st.markdown(t("group.intro"))
@@ -60,9 +61,10 @@ else:
     picked = run_picker.pick_group(run, "group", "group_pick") if run else None
     if picked:
         step, _, label, members = picked
-        std_mode = str((run.config or {}).get("std_mode", "group"))
-        st.caption(t("run.config", std_mode=std_mode, eps=(run.config or {}).get("epsilon", "?"),
-                     eps_high=(run.config or {}).get("epsilon_high"), G=(run.config or {}).get("group_size", len(members))))
+        settings = data.settings(run)
+        std_mode = settings.std_mode
+        st.caption(t("run.config", std_mode=std_mode, eps=settings.epsilon, eps_high=settings.epsilon_high,
+                     G=settings.group_size or len(members)))
         st.markdown(t("group.run_intro"))
         rewards = group_rewards(members)
         logged = [float(a) for a in members["advantage"]]

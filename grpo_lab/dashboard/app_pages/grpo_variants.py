@@ -8,6 +8,7 @@ import streamlit as st
 from grpo_lab.dashboard.concepts import quiz, run_picker, variants
 from grpo_lab.dashboard.concepts.from_run import read_table
 from grpo_lab.dashboard.i18n import lang, t
+from grpo_lab.dashboard.reading import data
 
 st.title(t("var.title"))
 st.markdown(t("var.intro"))
@@ -70,7 +71,7 @@ else:
         others = [[float(r) for r in g["reward"].fillna(float("nan"))] for g in trained]  # batch std's step
         tokens = read_table(run.path, "tokens", step=step).frame
         mine = tokens[tokens["group"] == members["group"].iloc[0]] if "group" in tokens else None
-        group = variants.run_group(members, int((run.config or {}).get("max_new_tokens") or 1), mine, others)
+        group = variants.run_group(members, data.settings(run).max_new_tokens or 1, mine, others)
         st.markdown(t("var.run_intro", step=step, max_len=group.max_len))
         if mine is None or not len(mine):
             st.caption(t("var.run_no_tokens"))

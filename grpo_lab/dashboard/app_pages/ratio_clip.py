@@ -9,6 +9,7 @@ import streamlit as st
 from grpo_lab.dashboard.concepts import clip, run_picker
 from grpo_lab.dashboard.concepts.from_run import token_label
 from grpo_lab.dashboard.i18n import t
+from grpo_lab.dashboard.reading import data
 
 st.title(t("clip.title"))
 st.markdown(t("clip.intro"))
@@ -71,11 +72,10 @@ else:
     picked = run_picker.pick_step_rows(run, "tokens", "clip") if run else None
     if picked:
         step, tokens = picked
-        eps = float((run.config or {}).get("epsilon", 0.2))
-        eps_high = (run.config or {}).get("epsilon_high")
-        eps_high = None if eps_high is None else float(eps_high)
-        st.caption(t("run.config", std_mode=(run.config or {}).get("std_mode", "?"), eps=eps, eps_high=eps_high,
-                     G=(run.config or {}).get("group_size", "?")))
+        settings = data.settings(run)
+        eps, eps_high = settings.epsilon, settings.epsilon_high
+        st.caption(t("run.config", std_mode=settings.std_mode, eps=eps, eps_high=eps_high,
+                     G=settings.group_size or "?"))
         st.markdown(t("clip.run_intro"))
         if st.toggle(t("clip.only_clipped"), key="clip_only_clipped") and tokens["clipped"].any():
             tokens = tokens[tokens["clipped"]]

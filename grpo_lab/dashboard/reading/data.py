@@ -84,15 +84,45 @@ def latest(frame: Frame, column: str) -> float | None:
     return float(values.iloc[-1]) if len(values) else None
 
 
-def clip_bounds(info: RunInfo) -> tuple[float, float]:
-    """1 - epsilon and 1 + epsilon_high from the run's config (0.2 when unreadable)."""
-    cfg = info.config or {}
-    try:
-        eps = float(cfg.get("epsilon") or 0.2)
-        eps_high = float(cfg["epsilon_high"]) if cfg.get("epsilon_high") is not None else eps
-    except (TypeError, ValueError):
-        eps = eps_high = 0.2
-    return 1.0 - eps, 1.0 + eps_high
+def _number(value, default: float | None, kind=float):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return default
+    return kind(value)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the pages derive from a run's config.json, read once, typed, with the trainer's
+    defaults where a value is missing or of the wrong type (a hand-edited file never raises)."""
+
+    algo: str = "grpo"
+    model: str = "tiny"
+    std_mode: str = "group"  # as written (a value the page does not know is shown as such)
+    epsilon: float = 0.2
+    epsilon_high: float | None = None  # None: the same as epsilon
+    group_size: int | None = None
+    max_new_tokens: int | None = None
+    token_detail_groups: int = 2
+    advantage_epsilon: float = 0.0
+
+    @property
+    def clip_bounds(self) -> tuple[float, float]:
+        """1 - epsilon and 1 + epsilon_high: the clip range the trainer used."""
+        return 1.0 - self.epsilon, 1.0 + (self.epsilon if self.epsilon_high is None else self.epsilon_high)
+
+
+def settings(info: RunInfo) -> Settings:
+    """The one accessor for a run's config values (grpo_lab.trainer.config names them)."""
+    cfg = info.config if isinstance(info.config, dict) else {}
+    base = Settings()
+    return Settings(
+        algo=str(cfg.get("algo") or base.algo), model=str(cfg.get("model") or base.model),
+        std_mode=str(cfg["std_mode"]) if cfg.get("std_mode") is not None else base.std_mode,
+        epsilon=_number(cfg.get("epsilon"), base.epsilon) or base.epsilon,
+        epsilon_high=_number(cfg.get("epsilon_high"), None),
+        group_size=_number(cfg.get("group_size"), None, int), max_new_tokens=_number(cfg.get("max_new_tokens"), None, int),
+        token_detail_groups=_number(cfg.get("token_detail_groups"), base.token_detail_groups, int),
+        advantage_epsilon=_number(cfg.get("advantage_epsilon"), base.advantage_epsilon))
 
 
 SEVERITY_ICONS = {"critical": "🛑", "warning": "⚠️", "info": "ℹ️"}

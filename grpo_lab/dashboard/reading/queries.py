@@ -114,3 +114,19 @@ def group_tokens(run: str, step: int, group: int) -> tuple[pd.DataFrame, list[st
     if not table_parts(run_path(runs_dir(), run), "tokens")[0]:
         return pd.DataFrame(), []
     return _tokens(run, int(step), int(group), version(run, "tokens"))
+
+
+# --- histograms -------------------------------------------------------------------------------
+
+@st.cache_data(ttl=30.0, max_entries=256, show_spinner=False)
+def _clip_bounds(run: str, step: int, v: tuple) -> tuple[float, float] | None:
+    df, _ = query(run, "histograms", "SELECT clip_low_bound, clip_high_bound FROM {src} WHERE step = $step LIMIT 1",
+                  {"step": step})
+    if df.empty or df.isna().any(axis=None):
+        return None
+    return float(df["clip_low_bound"].iloc[0]), float(df["clip_high_bound"].iloc[0])
+
+
+def logged_clip_bounds(run: str, step: int, fallback: tuple[float, float]) -> tuple[float, float]:
+    """The clip range the trainer logged for `step` (tables/histograms), else `fallback` (the config's)."""
+    return _clip_bounds(run, int(step), version(run, "histograms")) or fallback

@@ -111,7 +111,7 @@ def side_by_side(runs: list[RunInfo]) -> None:
             group, problems = groups_view.group_rows(name, (int(last["step"]), int(last["group"])))
             ui.warn(problems)
             st.markdown(t("compare.group_line", name=name, step=int(last["step"]), mean=f"{last['mean_reward']:.3f}",
-                          std=f"{last['std']:.3f}", mode=(info.config or {}).get("std_mode", "group")))
+                          std=f"{last['std']:.3f}", mode=data.settings(info).std_mode))
             st.html(markup.responses_table(group, groups_view.reward_columns(group), compact=True))
 
 

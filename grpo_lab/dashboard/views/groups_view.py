@@ -54,7 +54,7 @@ def find(run: str, mode: str, current_prompt: str | None) -> Target | None:
                   + ("" if r.signal else t("groups.option_no_signal"))
                   + (t("groups.option_dropped") if r.dropped else "") for g, r in groups.iterrows()}
         options = list(labels)
-        detail = int(cfg_value(run, "token_detail_groups", 2))
+        detail = data.settings(data.run(run)).token_detail_groups
         # Start on a group worth looking at: one with a learning signal, token detail if possible.
         with_signal = [g for g in options if groups.loc[g, "signal"] and not groups.loc[g, "dropped"]]
         first = next((g for g in with_signal if g < detail), with_signal[0] if with_signal else options[0])
@@ -95,11 +95,6 @@ def find(run: str, mode: str, current_prompt: str | None) -> Target | None:
     return int(found.iloc[i]["step"]), int(found.iloc[i]["group"])
 
 
-def cfg_value(run: str, key: str, default):
-    value = (data.run(run).config or {}).get(key, default)
-    return value if isinstance(value, type(default)) else default
-
-
 def reward_columns(rows: pd.DataFrame) -> list[str]:
     return [c for c in rows.columns if c.startswith("rewards/")]
 
@@ -121,8 +116,8 @@ def show_group(info: RunInfo, target: Target) -> None:
         return
     prompt_id = group["prompt_id"].iloc[0]
     st.session_state["groups_current_prompt"] = prompt_id  # "same prompt across steps" starts here
-    cfg = info.config or {}
-    std_mode = str(cfg.get("std_mode") or "group")
+    cfg, settings = info.config or {}, data.settings(info)
+    std_mode = settings.std_mode
     if std_mode not in group_math.STD_FORMULAS:
         st.warning(t("groups.unknown_std_mode", mode=repr(std_mode)))
         std_mode = "group"
@@ -130,12 +125,12 @@ def show_group(info: RunInfo, target: Target) -> None:
     if "dropped" in group and group["dropped"].fillna(False).astype(bool).any():
         st.info(t("groups.dropped"))  # dynamic sampling threw it away: logged, never trained on
     # whitespace markers help with the one-character demo tokenizer and hide real prose: off for real models
-    markers = st.toggle(t("groups.markers"), value=cfg.get("model", "tiny") == "tiny",
+    markers = st.toggle(t("groups.markers"), value=settings.model == "tiny",
                         key="groups_markers")
     show_prompt(str(group["prompt"].iloc[0]), markers)
     rewards = [None if pd.isna(v) else float(v) for v in group["reward"]]
-    epsilon = cfg.get("advantage_epsilon") if isinstance(cfg.get("advantage_epsilon"), (int, float)) else 0.0
-    worked = group_math.compute(rewards, group["advantage"].astype(float).tolist(), std_mode, float(epsilon))
+    worked = group_math.compute(rewards, group["advantage"].astype(float).tolist(), std_mode,
+                                settings.advantage_epsilon)
     adv = group["advantage"]
     c = st.columns(5)
     c[0].metric("G", len(group))
@@ -147,7 +142,7 @@ def show_group(info: RunInfo, target: Target) -> None:
     st.html(markup.responses_table(group, reward_columns(group), markers=markers))
     if "rewards/correctness" in group and "answer" in group and group["answer"].notna().any():
         show_verdicts(group, (cfg.get("reward_params") or {}).get("correctness") or {})
-    show_computation(group, worked, std_mode, ppo=cfg.get("algo") == "ppo")
+    show_computation(group, worked, std_mode, ppo=settings.algo == "ppo")
     show_tokens(info, target, group)
 
 
@@ -210,10 +205,9 @@ def show_tokens(info: RunInfo, target: Target, group: pd.DataFrame) -> None:
         st.caption(t("groups.tokens_foreign", source=str(info.get("source")).upper()))
         return
     if tokens.empty:
-        n = (info.config or {}).get("token_detail_groups", 2)
-        st.caption(t("groups.no_tokens", n=n))
+        st.caption(t("groups.no_tokens", n=data.settings(info).token_detail_groups))
         return
-    ppo = (info.config or {}).get("algo") == "ppo"
+    ppo = data.settings(info).algo == "ppo"
     names = {"ratio": t("groups.mode.ratio"), "clipped": t("groups.mode.clipped"), "kl": t("groups.mode.kl"),
              "advantage": t("groups.mode.advantage")}
     mode = st.segmented_control(t("groups.colour_by"), list(names), default="advantage" if ppo else "ratio",
@@ -221,7 +215,7 @@ def show_tokens(info: RunInfo, target: Target, group: pd.DataFrame) -> None:
     legends = {"ratio": t("groups.legend.ratio"), "clipped": t("groups.legend.clipped"), "kl": t("groups.legend.kl"),
                "advantage": t("groups.legend.advantage")}
     st.caption(t("groups.hover", legend=legends[mode]))
-    eps = data.clip_bounds(info)[1] - 1.0
+    eps = queries.logged_clip_bounds(info.name, target[0], data.settings(info).clip_bounds)[1] - 1.0
     order = group.sort_values(["advantage", "sample_idx"], ascending=[False, True])
     lines = []
     for _, r in order.iterrows():

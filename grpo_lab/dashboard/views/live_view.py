@@ -128,7 +128,7 @@ def render(run: str, x_mode: str, smoothing: float, extra: list[str], was_active
     panels = metrics.panels(cols)
     if extra_metrics := tuple(m for m in extra if m in cols):  # asked for: drawn with the overview
         panels.append(metrics.Panel(t("live.more_metrics"), extra_metrics, "", ""))
-    low, high = data.clip_bounds(info)
+    low, high = data.settings(info).clip_bounds
     numbered = list(enumerate(panels))  # chart keys by place in the whole list: stable while sections open and close
     draw = functools.partial(draw_panels, run=run, frame=frame, x_mode=x_mode, smoothing=smoothing, bounds=(low, high))
     draw([(i, p) for i, p in numbered if p.section == "overview"])

@@ -1,0 +1,191 @@
+"""Every scalar a run logs, in one registry: tables/scalars' metric names, units and meanings.
+
+The trainer's columns are checked against it (tests), the Live panels name metrics from it, and
+docs/run-directory.md's metric tables are written from it, between `<!-- metrics:KEY -->` and
+`<!-- /metrics -->` (`python -m grpo_lab.rundir.metrics docs/run-directory.md` rewrites them;
+a test fails while the doc differs). One row of the doc is one `Metric`: names that share a unit
+and a meaning; `<fn>` stands for each reward function's name.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Metric:
+    names: tuple[str, ...]
+    unit: str
+    meaning: str
+
+
+@dataclass(frozen=True)
+class Table:
+    """The metrics one kind of run writes: `algos` write them, with at least `processes`
+    processes; `eval`: only on the steps with a held-out evaluation."""
+
+    who: str
+    algos: tuple[str, ...]
+    processes: int
+    eval: bool
+    rows: tuple[Metric, ...]
+
+
+TABLES: dict[str, Table] = {
+    'scalars': Table('every run, each step', algos=("grpo", "ppo"), processes=1, eval=False, rows=(
+        Metric(('reward/mean', 'reward/std', 'reward/min', 'reward/max'),
+               'reward', "total reward over the step's completions (std over all completions, 1/N); unscored (None) completions left out"),
+        Metric(('rewards/<fn>/mean', 'rewards/<fn>/std', 'rewards/<fn>/min', 'rewards/<fn>/max'),
+               'reward', 'the same for each reward function, before weighting'),
+        Metric(('rewards/<fn>/none_frac',),
+               'fraction', 'completions this function did not score (None, or it raised)'),
+        Metric(('rewards/<fn>/errors',),
+               'count', 'completions on which this function raised or returned a bad value'),
+        Metric(('advantage/mean', 'advantage/std', 'advantage/min', 'advantage/max'),
+               'std units', 'group advantages A_i over all completions (zeros included)'),
+        Metric(('groups/frac_zero_std',),
+               'fraction', 'groups whose scored rewards were all equal (or fewer than 2 scored): advantage 0, no learning signal'),
+        Metric(('clip/low',),
+               'fraction of tokens', 'A < 0 and ratio < 1 - epsilon (clip active, zero gradient), every pass'),
+        Metric(('clip/high',),
+               'fraction of tokens', 'A > 0 and ratio > 1 + epsilon_high, every pass'),
+        Metric(('clip/total',),
+               'fraction of tokens', '`clip/low + clip/high`'),
+        Metric(('ratio/mean', 'ratio/min', 'ratio/max'),
+               'ratio', 'pi_theta / pi_old per token, every pass'),
+        Metric(('kl/mean',),
+               'nats', 'per-token k3 KL to the reference, mean over tokens of every pass (0 when beta = 0)'),
+        Metric(('entropy/mean',),
+               'nats', 'entropy of the sampling policy per completion token'),
+        Metric(('loss/policy',),
+               '', 'minus the clipped surrogate, aggregated per `loss_aggregation`, mean over updates'),
+        Metric(('loss/total',),
+               '', 'the minimised loss: policy loss + beta * KL - entropy bonus (PPO: policy loss + value_coef * value loss, no KL term)'),
+        Metric(('grad/norm',),
+               '', 'gradient L2 norm before clipping, mean over updates'),
+        Metric(('lr',),
+               '', 'learning rate'),
+        Metric(('completion/length_mean', 'completion/length_max'),
+               'tokens', 'completion length, EOS included'),
+        Metric(('completion/truncated_frac',),
+               'fraction', 'completions with no EOS within `max_new_tokens`'),
+        Metric(('completion/repetitive_frac',),
+               'fraction', 'completions of at least 16 words, fewer than a quarter of them distinct (degenerate text)'),
+        Metric(('time/step_s',),
+               's', "whole step: sample, score, every pass, the step's table rows"),
+        Metric(('time/generation_s',),
+               's', 'sampling (`generate`), every round of dynamic sampling'),
+        Metric(('time/reward_s',),
+               's', 'the reward functions'),
+        Metric(('time/old_logp_s',),
+               's', "the no-grad forward for pi_old (PPO: and V_old); 0 with `passes 1` and `minibatches 1`, where GRPO takes pi_old from the update's own forward"),
+        Metric(('time/ref_s',),
+               's', "the reference model's forward (0 when beta = 0)"),
+        Metric(('time/update_s',),
+               's', 'forward, backward and optimizer step of every pass and minibatch'),
+        Metric(('time/log_s',),
+               's', "building the step's table rows, plus writing part files after the previous step's row"),
+        Metric(('perf/tokens_per_s',),
+               'tokens/s', 'completion tokens of the step / `time/step_s`'),
+        Metric(('perf/generation_tokens_per_s',),
+               'tokens/s', 'completion tokens sampled / `time/generation_s`'),
+        Metric(('perf/update_tokens_per_s',),
+               'tokens/s', 'completion tokens through forward and backward, every pass / `time/update_s`'),
+    )),
+    'several': Table('runs of several processes (world_size > 1)', algos=("grpo",), processes=2, eval=False, rows=(
+        Metric(('time/generation_s_max', 'time/generation_s_mean'),
+               's', '`time/generation_s` of the slowest process, and its mean over processes'),
+        Metric(('time/update_s_max', 'time/update_s_mean'),
+               's', '`time/update_s` of the slowest process, and its mean over processes'),
+    )),
+    'grpo': Table('every GRPO run (neutral values when the variant is off)', algos=("grpo",), processes=1, eval=False, rows=(
+        Metric(('groups/kept',),
+               'count', 'groups trained on this step: `prompts_per_step`, or fewer when dynamic sampling hit its bound'),
+        Metric(('groups/dropped',),
+               'count', 'groups dynamic sampling left out because their rewards were all equal (0 without it)'),
+        Metric(('groups/sampling_rounds',),
+               'count', "rounds of sampling this step: 1, plus dynamic sampling's extra rounds (at most 1 + `dynamic_sampling_rounds`)"),
+        Metric(('loss/entropy_bonus',),
+               'nats', "`entropy_coef` x the policy's entropy, aggregated as the loss, mean over updates (0 without a bonus); `loss/total` subtracts it"),
+    )),
+    'eval': Table('steps with a held-out evaluation (eval_every > 0); null on the others', algos=("grpo", "ppo"), processes=1, eval=True, rows=(
+        Metric(('eval/reward_mean',),
+               'reward', "mean total reward (the run's reward functions and weights) over the held-out prompts; unscored ones left out"),
+        Metric(('eval/accuracy',),
+               'fraction', "share of held-out prompts whose final answer matches the `answer` column (the `correctness` verifier, with the run's parameters when it is one of the run's rewards); NaN when the held-out rows have no `answer`"),
+        Metric(('eval/rewards/<fn>/mean',),
+               'reward', "each reward function's own mean, before weighting"),
+        Metric(('eval/completion/length_mean',),
+               'tokens', 'greedy completion length, EOS included'),
+        Metric(('eval/completion/truncated_frac',),
+               'fraction', 'greedy completions with no EOS within `max_new_tokens`'),
+        Metric(('eval/prompts',),
+               'count', 'held-out prompts evaluated'),
+        Metric(('eval/time_s',),
+               's', "the evaluation's wall time (not included in `time/step_s`)"),
+    )),
+    'ppo': Table('every PPO run', algos=("ppo",), processes=1, eval=False, rows=(
+        Metric(('value/loss',),
+               'reward²', 'clipped value loss `0.5 * max((V - R)^2, (V_old + clip(V - V_old, ±value_clip) - R)^2)`, mean over tokens, mean over updates'),
+        Metric(('value/clip_frac',),
+               'fraction of tokens', 'tokens where the clipped term was the larger (the value update was held back), mean over updates'),
+        Metric(('value/explained_variance',),
+               '', "`1 - Var(R - V_old) / Var(R)` over the step's tokens, with the values predicted before the update: 1 perfect, 0 no better than a constant, < 0 worse; NaN when every return is equal"),
+        Metric(('value/mean',),
+               'reward', 'mean V_old over tokens'),
+        Metric(('value/grad_norm',),
+               '', "the value model's gradient norm before clipping, mean over updates"),
+        Metric(('returns/mean',),
+               'reward', 'mean return R_t over tokens (the value target)'),
+        Metric(('advantage/raw_mean',),
+               'reward', 'mean GAE advantage before whitening (near 0 once the value model is calibrated)'),
+        Metric(('kl/approx',),
+               'nats', "approximate KL(pi_old ‖ pi_theta), mean over tokens of `(ratio - 1) - log ratio`, mean over updates: how far this step's updates moved the policy"),
+        Metric(('kl/folded',),
+               'nats', 'mean over tokens of `KL_t`, the per-token KL folded into the rewards (`kl_estimator`)'),
+        Metric(('kl/penalty',),
+               'reward', "mean over responses of `beta * sum_t KL_t`: what the KL penalty took off a response's reward"),
+    )),
+}
+
+
+def names(algo: str, rewards: list[str], processes: int = 1, evaluated: bool = False) -> set[str]:
+    """The metric columns a run of `algo` with reward functions `rewards` on `processes` processes
+    writes (`evaluated`: with eval/* columns, eval_every > 0)."""
+    out: set[str] = set()
+    for table in TABLES.values():
+        if algo in table.algos and processes >= table.processes and (evaluated or not table.eval):
+            for name in (n for row in table.rows for n in row.names):
+                out.update({name.replace("<fn>", fn) for fn in rewards} if "<fn>" in name else {name})
+    return out
+
+
+def _names_cell(names: tuple[str, ...]) -> str:
+    """`reward/mean`, `/std`: a name that shares its namespace with the one before it is shortened."""
+    cells, prev = [], None
+    for name in names:
+        space = name.rsplit("/", 1)[0] if "/" in name else None
+        cells.append(f"`/{name.rsplit('/', 1)[1]}`" if prev is not None and space == prev else f"`{name}`")
+        prev = space
+    return ", ".join(cells)
+
+
+def doc_table(key: str) -> str:
+    rows = [f"| {_names_cell(m.names)} |{f' {m.unit} ' if m.unit else ' '}| {m.meaning} |" for m in TABLES[key].rows]
+    return "\n".join(["| metric | unit | meaning |", "|---|---|---|", *rows])
+
+
+BLOCK = re.compile(r"(<!-- metrics:(\w+) -->\n).*?(\n<!-- /metrics -->)", re.S)
+
+
+def render_doc(text: str) -> str:
+    """`text` with every metrics block rewritten from the registry."""
+    return BLOCK.sub(lambda m: m.group(1) + doc_table(m.group(2)) + m.group(3), text)
+
+
+if __name__ == "__main__":
+    doc = Path(sys.argv[1] if len(sys.argv) > 1 else "docs/run-directory.md")
+    doc.write_text(render_doc(doc.read_text()))

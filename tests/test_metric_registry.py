@@ -1,0 +1,34 @@
+"""One registry of metric names (grpo_lab.rundir.metrics): the doc is written from it, the Live
+panels and the eval columns name only what it holds, and no name is registered twice."""
+
+from pathlib import Path
+
+from grpo_lab.dashboard.views import metrics as panels
+from grpo_lab.rundir import metrics
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "run-directory.md"
+
+
+def test_the_docs_metric_tables_are_the_registry():
+    text = DOC.read_text()
+    assert text.count("<!-- metrics:") == len(metrics.TABLES)  # every table of the registry has its place
+    assert metrics.render_doc(text) == text, "run: python -m grpo_lab.rundir.metrics docs/run-directory.md"
+
+
+def test_no_name_is_registered_twice_and_patterns_expand_per_reward():
+    every = [n for table in metrics.TABLES.values() for row in table.rows for n in row.names]
+    assert len(every) == len(set(every))
+    grpo = metrics.names("grpo", ["a", "b"])
+    assert {"rewards/a/mean", "rewards/b/none_frac"} <= grpo and not any("<fn>" in n for n in grpo)
+    assert "value/loss" not in grpo and "value/loss" in metrics.names("ppo", ["a"])
+    assert "time/update_s_max" not in grpo and "time/update_s_max" in metrics.names("grpo", ["a"], processes=2)
+    assert "eval/accuracy" not in grpo and "eval/rewards/a/mean" in metrics.names("grpo", ["a"], evaluated=True)
+
+
+def test_every_metric_a_live_panel_draws_is_registered():
+    registered = (metrics.names("grpo", ["correctness"], processes=2, evaluated=True)
+                  | metrics.names("ppo", ["correctness"], evaluated=True))
+    drawn = {m for p in panels.panels(sorted(registered)) for m in p.metrics}
+    assert drawn and drawn <= registered
+    asked = {m for p in panels.panels(["x/never"] + sorted(registered)) for m in p.metrics}
+    assert asked == drawn  # a panel draws only columns the run has
