@@ -7,6 +7,7 @@ from typing import Callable
 
 import pytest
 
+from app_helpers import open_page
 from trainer_helpers import SMALL, run_trainer
 
 
@@ -29,3 +30,10 @@ def tiny_run(tmp_path) -> Callable[..., Path]:
         assert result.returncode == 0, result.stderr[-3000:]
         return tmp_path / name
     return make
+
+
+@pytest.fixture
+def app(runs, monkeypatch) -> Callable:
+    """open_page over the `runs` folder the test module makes (its own `runs` fixture)."""
+    monkeypatch.setenv("GRPO_LAB_RUNS_DIR", str(runs))
+    return open_page

@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app_helpers import APP, charts, html_bodies, live_open, open_page, texts
+from app_helpers import APP, charts, html_bodies, live_open, texts
 
 from grpo_lab.rundir.layout import RunPaths, part_name, visible_parts, write_json_atomic
 from grpo_lab.rundir.writer import TableWriter
@@ -71,12 +71,6 @@ def runs(tmp_path_factory):
     per_token = [0.5 if p % 2 == 0 else -0.5 for p in tokens.column("position").to_pylist()]  # varies along the text
     pq.write_table(tokens.set_column(tokens.schema.get_field_index("advantage"), "advantage", pa.array(per_token)), part)
     return root
-
-
-@pytest.fixture
-def app(runs, monkeypatch):
-    monkeypatch.setenv("GRPO_LAB_RUNS_DIR", str(runs))
-    return open_page
 
 
 # --- Runs ---------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import shutil
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from app_helpers import charts, open_page, texts
+from app_helpers import charts, texts
 from trainer_helpers import SMALL, read_table, run_trainer
 
 from grpo_lab.rundir.layout import (
@@ -44,12 +44,6 @@ def runs(tmp_path_factory):
         shutil.copytree(root / "now", root / name, ignore=shutil.ignore_patterns("checkpoints"))
         as_version(root / name, version)
     return root
-
-
-@pytest.fixture
-def app(runs, monkeypatch):
-    monkeypatch.setenv("GRPO_LAB_RUNS_DIR", str(runs))
-    return open_page
 
 
 def test_a_version_1_run_gets_the_groups_the_trainer_wrote(runs):
