@@ -1,7 +1,7 @@
 """Every scalar a run logs, in one registry: tables/scalars' metric names, units and meanings.
 
-The trainer's columns are checked against it (tests), the Live panels name metrics from it, and
-docs/run-directory.md's metric tables are written from it, between `<!-- metrics:KEY -->` and
+The tests check the trainer's columns against it and that the Live panels draw only names it
+holds; docs/run-directory.md's metric tables are written from it, between `<!-- metrics:KEY -->` and
 `<!-- /metrics -->` (`python -m grpo_lab.rundir.metrics docs/run-directory.md` rewrites them;
 a test fails while the doc differs). One row of the doc is one `Metric`: names that share a unit
 and a meaning; `<fn>` stands for each reward function's name.

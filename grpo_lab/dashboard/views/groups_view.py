@@ -201,13 +201,14 @@ def show_tokens(info: RunInfo, target: Target, group: pd.DataFrame) -> None:
     tokens, problems = queries.group_tokens(info.name, *target)
     st.markdown(t("groups.tokens"))
     ui.warn(problems)
+    settings = data.settings(info)
     if tokens.empty and info.get("source"):  # a TRL or verl run: no per-token figures exist
         st.caption(t("groups.tokens_foreign", source=str(info.get("source")).upper()))
         return
     if tokens.empty:
-        st.caption(t("groups.no_tokens", n=data.settings(info).token_detail_groups))
+        st.caption(t("groups.no_tokens", n=settings.token_detail_groups))
         return
-    ppo = data.settings(info).algo == "ppo"
+    ppo = settings.algo == "ppo"
     names = {"ratio": t("groups.mode.ratio"), "clipped": t("groups.mode.clipped"), "kl": t("groups.mode.kl"),
              "advantage": t("groups.mode.advantage")}
     mode = st.segmented_control(t("groups.colour_by"), list(names), default="advantage" if ppo else "ratio",
@@ -215,7 +216,7 @@ def show_tokens(info: RunInfo, target: Target, group: pd.DataFrame) -> None:
     legends = {"ratio": t("groups.legend.ratio"), "clipped": t("groups.legend.clipped"), "kl": t("groups.legend.kl"),
                "advantage": t("groups.legend.advantage")}
     st.caption(t("groups.hover", legend=legends[mode]))
-    eps = queries.logged_clip_bounds(info.name, target[0], data.settings(info).clip_bounds)[1] - 1.0
+    eps = queries.logged_clip_bounds(info.name, target[0], settings.clip_bounds)[1] - 1.0
     order = group.sort_values(["advantage", "sample_idx"], ascending=[False, True])
     lines = []
     for _, r in order.iterrows():

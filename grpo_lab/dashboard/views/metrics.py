@@ -7,6 +7,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from grpo_lab.dashboard.i18n import t
+from grpo_lab.trainer.timing import PHASES, RANK_PHASES  # plain names: no torch
 
 
 @dataclass(frozen=True)
@@ -26,9 +27,9 @@ SECTIONS = ("overview", "update", "completions", "speed", "value")
 
 
 # grpo_lab/trainer/timing.py's phases, as the scalars name them
-PHASE_METRICS = tuple(f"time/{phase}_s" for phase in ("generation", "reward", "old_logp", "ref", "update", "log"))
+PHASE_METRICS = tuple(f"time/{phase}_s" for phase in PHASES)
 # timing.rank_scalars: the slowest and the mean process, logged only by runs of several processes
-RANK_METRICS = tuple(f"time/{phase}_s_{which}" for phase in ("generation", "update") for which in ("max", "mean"))
+RANK_METRICS = tuple(f"time/{phase}_s_{which}" for phase in RANK_PHASES for which in ("max", "mean"))
 
 
 def reward_metrics(columns: list[str]) -> tuple[str, ...]:
