@@ -1,25 +1,25 @@
-"""Generation speed: Hugging Face `generate` options the trainer could use, on the trainer's own
-sampling call (trainer.rollout.sample), for SmolLM2-135M and the built-in tiny model.
+"""Generation speed: the trainer's sampling loop (trainer/decode.py) against Hugging Face `generate`,
+on SmolLM2-135M and the built-in tiny model.
 
     .venv/bin/python bench/bench_generation.py                       # both models, 3 rounds
     .venv/bin/python bench/bench_generation.py --models smollm2 --rounds 5 --compile
 
-Variants (each is `sample` with extra keyword arguments for `generate`):
-  dynamic   today's call: DynamicCache grown token by token
-  static    cache_implementation="static": one pre-allocated cache of prompt + max_new_tokens
-  compiled  (--compile) static cache with decoding compiled by torch.compile (transformers only
-            compiles on accelerators unless told to: CompileConfig(_compile_all_devices=True));
-            its first call, which compiles, is reported apart
-Batch order by prompt length changes nothing here: a step samples all its completions in one
-`generate` call, padded to the longest prompt, so there is no batch to reorder.
-Rounds alternate the variants so a busy machine slows each alike; the same seed gives each
-variant the same prompts. Figures: median seconds per call, completion tokens per second.
+Variants, each sampling G completions of the same prompts at temperature 1 from the full softmax:
+  trainer         rollout.sample: each prompt run once, ended rows leave the batch, inverse-CDF
+                  draws, few-row linear layers as (W @ x.T).T on a CPU
+  plain-linears   the same loop with every linear layer's own product (decode.FEW_ROWS = 0)
+  generate        model.generate with a DynamicCache (what the trainer called until it had its loop)
+  generate-static cache_implementation="static": one pre-allocated cache of prompt + max_new_tokens
+  compiled        (--compile) static cache with decoding compiled by torch.compile (transformers only
+                  compiles on accelerators unless told to: CompileConfig(_compile_all_devices=True));
+                  its first call, which compiles, is reported apart
+Rounds alternate the variants so a busy machine slows each alike; round r seeds every variant
+alike. Figures: median seconds per call, completion tokens per second (completions differ).
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
 import os
 import statistics
 import sys
@@ -28,8 +28,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def variants(compile_too: bool) -> dict[str, dict]:
-    out = {"dynamic": {}, "static": {"cache_implementation": "static"}}
+def generate_variants(compile_too: bool) -> dict[str, dict]:
+    out = {"generate": {}, "generate-static": {"cache_implementation": "static"}}
     if compile_too:
         from transformers import CompileConfig
 
@@ -39,43 +39,67 @@ def variants(compile_too: bool) -> dict[str, dict]:
     return out
 
 
+def with_generate(model, tokenizer, texts: list[str], group: int, max_new_tokens: int, **extra) -> int:
+    """Completion tokens (up to and including EOS) of one `generate` call sampling as the trainer does."""
+    enc = tokenizer([t for t in texts for _ in range(group)], return_tensors="pt", padding=True,
+                    add_special_tokens=False)
+    out = model.generate(**enc, do_sample=True, temperature=1.0, top_k=0, top_p=1.0, max_new_tokens=max_new_tokens,
+                         pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, **extra)
+    is_eos = out[:, enc["input_ids"].shape[1]:] == tokenizer.eos_token_id
+    return int((~((is_eos.long().cumsum(dim=1) - is_eos.long()) > 0)).sum())
+
+
+def with_trainer(model, tokenizer, texts: list[str], group: int, max_new_tokens: int, few_rows: int) -> int:
+    import torch
+
+    from grpo_lab.trainer import decode
+    from grpo_lab.trainer.rollout import sample
+
+    kept, decode.FEW_ROWS = decode.FEW_ROWS, few_rows
+    try:
+        return int(sample(model, tokenizer, texts, group, max_new_tokens, 1.0, torch.device("cpu")).lengths.sum())
+    finally:
+        decode.FEW_ROWS = kept
+
+
 def time_model(name: str, rounds: int, prompts: int, group: int, max_new_tokens: int, compile_too: bool) -> None:
     import torch
 
+    from grpo_lab.trainer import decode
     from grpo_lab.trainer.models import load_policy
-    from grpo_lab.trainer.rollout import sample
     from grpo_lab.trainer.tasks import word_problems
 
     model, tokenizer, builtin = load_policy(name, 0, torch.device("cpu"))
     rows = word_problems().rows[:prompts] if not builtin else None
     texts = [r["prompt"] for r in rows] if rows else [f"{a}+{b}=" for a, b in ((1, 2), (3, 4), (5, 1), (2, 2))][:prompts]
-    generate = model.generate
-    seconds: dict[str, list[float]] = {k: [] for k in variants(compile_too)}
-    tokens: dict[str, list[int]] = {k: [] for k in seconds}
+    calls = {"trainer": lambda: with_trainer(model, tokenizer, texts, group, max_new_tokens, decode.FEW_ROWS),
+             "plain-linears": lambda: with_trainer(model, tokenizer, texts, group, max_new_tokens, 0)}
+    for key, extra in generate_variants(compile_too).items():
+        calls[key] = lambda extra=extra: with_generate(model, tokenizer, texts, group, max_new_tokens, **extra)
+    seconds: dict[str, list[float]] = {k: [] for k in calls}
+    tokens: dict[str, list[int]] = {k: [] for k in calls}
     first: dict[str, float] = {}
-    for r in range(rounds + 1):  # round 0 warms up (and compiles), not counted
-        for key, extra in variants(compile_too).items():
-            model.generate = functools.partial(generate, **extra)
-            torch.manual_seed(r)
-            start = time.perf_counter()
-            rollout = sample(model, tokenizer, texts, group, max_new_tokens, 1.0, torch.device("cpu"))
-            elapsed = time.perf_counter() - start
-            print(f"  {name} round {r} {key}: {elapsed:.2f} s", file=sys.stderr, flush=True)
-            if r == 0:
-                first[key] = elapsed
-                continue
-            seconds[key].append(elapsed)
-            tokens[key].append(int(rollout.completion_mask.sum()))
-    model.generate = generate
+    with torch.no_grad():
+        for r in range(rounds + 1):  # round 0 warms up (and compiles), not counted
+            for key, call in calls.items():
+                torch.manual_seed(r)
+                start = time.perf_counter()
+                n = call()
+                elapsed = time.perf_counter() - start
+                print(f"  {name} round {r} {key}: {elapsed:.2f} s, {n} tokens", file=sys.stderr, flush=True)
+                if r == 0:
+                    first[key] = elapsed
+                    continue
+                seconds[key].append(elapsed)
+                tokens[key].append(n)
     params = sum(p.numel() for p in model.parameters()) / 1e6
     print(f"\n{name}: {params:.1f} M parameters, {len(texts)} prompts x G={group}, {max_new_tokens} new tokens, "
           f"{rounds} rounds, torch threads {torch.get_num_threads()}")
-    print(f"{'variant':<10}{'s/call':>10}{'tokens/s':>12}{'vs dynamic':>12}{'first call s':>14}")
-    base = statistics.median(seconds["dynamic"])
+    print(f"{'variant':<16}{'s/call':>10}{'tokens/s':>12}{'vs generate':>13}{'first call s':>14}")
+    base = sum(tokens["generate"]) / sum(seconds["generate"])
     for key in seconds:
-        s = statistics.median(seconds[key])
         tps = sum(tokens[key]) / sum(seconds[key])
-        print(f"{key:<10}{s:>10.3f}{tps:>12.1f}{s / base:>12.2f}{first[key]:>14.2f}")
+        print(f"{key:<16}{statistics.median(seconds[key]):>10.3f}{tps:>12.1f}{tps / base:>12.2f}x{first[key]:>14.2f}")
 
 
 def main() -> None:

@@ -7,7 +7,9 @@
 The same work for both: the same model folder, the same prompts (built-in word problems as plain
 text, no chat template), the same TRL-style reward function used unchanged, 4 prompts x G = 4 per
 step, one pass (TRL num_iterations=1), beta 0.04 with a reference model, a token-level loss (TRL
-loss_type "dapo"), N-1 std (TRL scale_rewards "group"), temperature 1, lr 1e-6. Each run is its own
+loss_type "dapo"), N-1 std (TRL scale_rewards "group"), temperature 1, lr 1e-6, float32 weights and
+arithmetic for both (TRL's config turns on bf16 autocast by default: bf16=False; on a CPU without
+bf16 instructions its autocast made TRL's SmolLM2 step 14x slower, 176 s). Each run is its own
 process; the two alternate `--rounds` times so a busy machine slows both alike. A step's time is
 the wall time between consecutive step ends (the first step, with its warm-up, is left out); this
 trainer also writes its full run directory (every completion and histogram), TRL logs scalars.
@@ -103,7 +105,7 @@ def run_trl(model: str, data: Path, steps: int, tokens: int, out: Path) -> dict:
     args = GRPOConfig(output_dir=str(out / "trl"), per_device_train_batch_size=n, gradient_accumulation_steps=1,
                       num_generations=SETTINGS["group"], num_iterations=1, max_completion_length=tokens,
                       max_steps=steps, logging_steps=1, learning_rate=SETTINGS["lr"], beta=SETTINGS["beta"],
-                      loss_type="dapo", scale_rewards="group", temperature=1.0, seed=0, use_cpu=True,
+                      loss_type="dapo", scale_rewards="group", temperature=1.0, seed=0, use_cpu=True, bf16=False,
                       report_to="none", save_strategy="no", disable_tqdm=True)
     trainer = GRPOTrainer(model=model, processing_class=AutoTokenizer.from_pretrained(model), reward_funcs=[reward],
                           args=args, train_dataset=Dataset.from_list(rows), callbacks=[Clock()])

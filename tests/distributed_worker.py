@@ -26,7 +26,8 @@ import torch
 
 from grpo_lab.trainer import tiny
 from grpo_lab.trainer.config import Config
-from grpo_lab.trainer.distributed import Dist, launch, unwrap, wrap
+from grpo_lab.trainer.distributed import Dist, launch, wrap
+from grpo_lab.trainer.models import unwrap
 from grpo_lab.trainer.objective import LOSS_AGGREGATIONS, grpo_loss
 from grpo_lab.trainer.rollout import Rollout, token_logprobs
 

@@ -77,7 +77,7 @@ TABLES: dict[str, Table] = {
         Metric(('time/step_s',),
                's', "whole step: sample, score, every pass, the step's table rows"),
         Metric(('time/generation_s',),
-               's', 'sampling (`generate`), every round of dynamic sampling'),
+               's', 'sampling (the decode loop, trainer/decode.py), every round of dynamic sampling'),
         Metric(('time/reward_s',),
                's', 'the reward functions'),
         Metric(('time/old_logp_s',),

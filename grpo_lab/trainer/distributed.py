@@ -76,6 +76,12 @@ class Dist:
         return self.world_size > 1
 
     @property
+    def sharded(self) -> bool:
+        """Weights split over the processes (FSDP): each forward gathers them from all, so every
+        process must run as many forwards as the others (sampling decodes in step)."""
+        return self.active and self.strategy == "fsdp"
+
+    @property
     def writer(self) -> bool:
         """The process that writes the run directory."""
         return self.rank == 0
@@ -311,13 +317,6 @@ def launch(cfg: Config) -> Dist:
                 store=store)
 
 
-class _DDP(torch.nn.parallel.DistributedDataParallel):
-    """DDP that still samples: generate runs the wrapped model (no gradient, nothing to sync)."""
-
-    def generate(self, *args: Any, **kwargs: Any) -> Any:
-        return self.module.generate(*args, **kwargs)
-
-
 def wrap(d: Dist, model: torch.nn.Module, trained: bool = True) -> torch.nn.Module:
     """The model as this strategy trains it. ddp: a full replica per process whose gradients are
     averaged in backward (a frozen model stays as it is); fsdp: FSDP2 `fully_shard` on each decoder
@@ -329,7 +328,7 @@ def wrap(d: Dist, model: torch.nn.Module, trained: bool = True) -> torch.nn.Modu
         if not trained:
             return model
         cuda = d.device is not None and d.device.type == "cuda"
-        return _DDP(model, device_ids=[d.device.index] if cuda else None)
+        return torch.nn.parallel.DistributedDataParallel(model, device_ids=[d.device.index] if cuda else None)
     from torch.distributed.fsdp import fully_shard  # noqa: PLC0415 - FSDP2, only when asked for
     from transformers.modeling_layers import GradientCheckpointingLayer  # noqa: PLC0415 - decoder layers
 
@@ -337,11 +336,6 @@ def wrap(d: Dist, model: torch.nn.Module, trained: bool = True) -> torch.nn.Modu
         fully_shard(layer)
     fully_shard(model)
     return model
-
-
-def unwrap(model: torch.nn.Module) -> torch.nn.Module:
-    """The model under a DDP wrapper (checkpoints name its weights as one process does)."""
-    return model.module if isinstance(model, torch.nn.parallel.DistributedDataParallel) else model
 
 
 # --- what non-writer ranks use instead of the run directory --------------------------------------

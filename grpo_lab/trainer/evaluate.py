@@ -51,7 +51,7 @@ def evaluate(c) -> dict[str, float]:
     for i in range(0, len(rows), chunk):
         part = rows[i:i + chunk]
         out = sample(c.policy, c.tokenizer, [r["prompt"] for r in part], 1, cfg.max_new_tokens,
-                     cfg.temperature, c.device, greedy=True)
+                     cfg.temperature, c.device, greedy=True, synced=c.dist.sharded)
         completions += out.completions
         lengths += out.lengths.tolist()
         truncated += out.truncated.tolist()

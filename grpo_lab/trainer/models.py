@@ -55,6 +55,12 @@ def load_policy(model: str, seed: int, device: torch.device, dtype: str = "auto"
     return policy.to(device).eval(), tokenizer, builtin
 
 
+def unwrap(model: torch.nn.Module) -> torch.nn.Module:
+    """The model under a DDP wrapper: what samples (no gradient to sync) and what checkpoints name
+    their weights after, as one process does."""
+    return model.module if isinstance(model, torch.nn.parallel.DistributedDataParallel) else model
+
+
 def _load_pretrained(model: str, dtype: torch.dtype, shown_as: str | None = None):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 

@@ -1,7 +1,8 @@
 """Sampling completions and scoring their tokens under a model.
 
-Log-probabilities are always recomputed with one full forward pass (never taken from generation),
+Log-probabilities are always recomputed with one full forward pass (never taken from sampling),
 so the first optimisation pass sees exactly the numbers pi_old was computed with: ratio == 1.
+Both sampling and scoring run each distinct prompt once: a group's G completions share it.
 """
 
 from __future__ import annotations
@@ -12,6 +13,10 @@ from dataclasses import dataclass
 import torch
 
 from grpo_lab.trainer import objective
+from grpo_lab.trainer.decode import decode, position_ids
+from grpo_lab.trainer.models import unwrap
+
+__all__ = ["Rollout", "position_ids", "sample", "token_logprobs", "completion_logits"]
 
 
 @dataclass
@@ -39,44 +44,67 @@ class Rollout:
                        [self.completions[i] for i in index.tolist()], self.generation_s)
 
 
-def position_ids(attention_mask: torch.Tensor) -> torch.Tensor:
-    """Positions that skip left padding, as generation uses them."""
-    pos = attention_mask.long().cumsum(dim=-1) - 1
-    return pos.clamp(min=0)
-
-
-@torch.no_grad()
 def sample(model, tokenizer, prompts: list[str], group_size: int, max_new_tokens: int,
-           temperature: float, device: torch.device, greedy: bool = False) -> Rollout:
+           temperature: float, device: torch.device, greedy: bool = False, synced: bool = False) -> Rollout:
     """G completions for each prompt; prompt i's completions are rows i*G .. i*G+G-1.
 
     greedy: the most likely token each time (evaluation), instead of sampling at `temperature`.
+    synced: the weights are sharded over processes (FSDP), which decode in step (decode.decode).
     """
     start = time.perf_counter()
-    expanded = [p for p in prompts for _ in range(group_size)]
-    enc = tokenizer(expanded, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
-    # top_k 0, top_p 1: sample the full distribution: the ratio's denominator is the policy itself
-    decoding = dict(do_sample=False) if greedy else dict(do_sample=True, temperature=temperature, top_k=0, top_p=1.0)
-    out = model.generate(
-        input_ids=enc["input_ids"],
-        attention_mask=enc["attention_mask"],
-        **decoding,
-        max_new_tokens=max_new_tokens,
-        pad_token_id=tokenizer.pad_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-    )
-    prompt_len = enc["input_ids"].shape[1]
-    completion = out[:, prompt_len:]
+    enc = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
+    completion = decode(unwrap(model), enc["input_ids"], enc["attention_mask"], group_size, max_new_tokens,
+                        temperature, eos_id=tokenizer.eos_token_id, pad_id=tokenizer.pad_token_id, greedy=greedy,
+                        synced=synced)
+    prompt_ids = enc["input_ids"].repeat_interleave(group_size, dim=0)
     is_eos = completion == tokenizer.eos_token_id
     # mask = 1 up to and including the first EOS
     after_eos = (is_eos.long().cumsum(dim=1) - is_eos.long()) > 0
     completion_mask = (~after_eos).long()
     truncated = ~is_eos.any(dim=1)
-    attention_mask = torch.cat([enc["attention_mask"], completion_mask], dim=1)
+    attention_mask = torch.cat([enc["attention_mask"].repeat_interleave(group_size, dim=0), completion_mask], dim=1)
     texts = tokenizer.batch_decode(completion * completion_mask + tokenizer.pad_token_id * (1 - completion_mask),
                                    skip_special_tokens=True)
-    return Rollout(out, attention_mask, prompt_len, completion_mask, truncated, texts,
-                   time.perf_counter() - start)
+    return Rollout(torch.cat([prompt_ids, completion], dim=1), attention_mask, prompt_ids.shape[1], completion_mask,
+                   truncated, texts, time.perf_counter() - start)
+
+
+def _one_forward_per_backward(model) -> bool:
+    """A differentiated forward that cannot be split in two: gradient checkpointing drops a layer's
+    KV cache (models.py), and FSDP frees the weights the first forward's backward would need."""
+    from torch.distributed.fsdp import FSDPModule  # noqa: PLC0415 - torch.distributed is loaded by then
+
+    return torch.is_grad_enabled() and (isinstance(model, FSDPModule) or any(
+        getattr(m, "gradient_checkpointing", False) for m in model.modules()))
+
+
+def completion_logits(model, rollout: Rollout) -> torch.Tensor:
+    """The logits that predict each completion token (B, T, V).
+
+    Position p's logits predict token p+1, so the completion's start at the prompt's last token.
+    The rows of a group share their prompt: all but its last token run once per distinct prompt,
+    with their keys and values indexed out to every row that has it; then each row runs its last
+    prompt token and its completion on top. Indexing is differentiable: the prompt's gradient is
+    the sum over the rows that share it, what running it once per row gives (to rounding). Under
+    DDP the prompt pass runs the plain module (one wrapped forward per backward); with gradient
+    checkpointing or FSDP, a differentiated forward runs every row whole.
+    """
+    P, T = rollout.prompt_len, rollout.completion_mask.shape[1]
+    ids, mask = rollout.input_ids, rollout.attention_mask
+    pos = position_ids(mask)
+    if P > 1 and not _one_forward_per_backward(model):
+        prefix = torch.cat([ids[:, :P - 1], mask[:, :P - 1]], dim=1)  # a prompt is its tokens and its padding
+        distinct, row_of = torch.unique(prefix, dim=0, return_inverse=True)
+        if len(distinct) < len(ids):
+            distinct_mask = distinct[:, P - 1:]
+            cache = unwrap(model)(input_ids=distinct[:, :P - 1], attention_mask=distinct_mask,
+                                  position_ids=position_ids(distinct_mask), use_cache=True,
+                                  logits_to_keep=1).past_key_values
+            cache.batch_select_indices(row_of)
+            return model(input_ids=ids[:, P - 1:-1], attention_mask=mask[:, :-1], position_ids=pos[:, P - 1:-1],
+                         past_key_values=cache, use_cache=True).logits
+    # the LM head only where it is used: (B, T+1, V) instead of (B, P+T, V)
+    return model(input_ids=ids, attention_mask=mask, position_ids=pos, logits_to_keep=T + 1).logits[:, :-1]
 
 
 def token_logprobs(model, rollout: Rollout, temperature: float = 1.0, with_entropy: bool = False,
@@ -87,16 +115,7 @@ def token_logprobs(model, rollout: Rollout, temperature: float = 1.0, with_entro
     tokens were actually drawn from. entropy_grad: the entropy keeps its graph (an entropy bonus
     in the loss); otherwise it is a number, computed without one.
     """
-    completion_len = rollout.input_ids.shape[1] - rollout.prompt_len
-    logits = model(
-        input_ids=rollout.input_ids,
-        attention_mask=rollout.attention_mask,
-        position_ids=position_ids(rollout.attention_mask),
-        # the LM head only where it is used: (B, T+1, V) instead of (B, P+T, V)
-        logits_to_keep=completion_len + 1,
-    ).logits
-    # logits at position p predict token p+1: the completion's logits start one before it
-    logits = logits[:, :-1].float() / temperature
+    logits = completion_logits(model, rollout).float() / temperature
     logp_all = torch.log_softmax(logits, dim=-1)
     logp = logp_all.gather(-1, rollout.completion_ids.unsqueeze(-1)).squeeze(-1)
     entropy = None

@@ -72,7 +72,7 @@ def sample_groups(c, rows: list[dict]) -> Batch:
     cfg = c.cfg
     with c.timer.phase("generation"):
         rollout = sample(c.policy, c.tokenizer, [r["prompt"] for r in rows], cfg.group_size, cfg.max_new_tokens,
-                         cfg.temperature, c.device)
+                         cfg.temperature, c.device, synced=c.dist.sharded)
     c.timer.count("generation", rollout.completion_mask.sum())
     with c.timer.phase("reward"):
         scores, totals = score_rollout(c, rows, rollout)

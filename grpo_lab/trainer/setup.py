@@ -14,7 +14,8 @@ from grpo_lab.rundir.layout import RunLock
 from grpo_lab.rundir.writer import RunWriter
 from grpo_lab.trainer.config import BUILTIN_TASKS, Config, ConfigError
 from grpo_lab.trainer.data import is_data_file, load_task_rows
-from grpo_lab.trainer.distributed import Dist, unwrap
+from grpo_lab.trainer.distributed import Dist
+from grpo_lab.trainer.models import unwrap
 from grpo_lab.trainer.timing import PhaseTimer
 from grpo_lab.trainer.tasks import Task, arithmetic, word_problems
 
