@@ -43,6 +43,17 @@ class Rollout:
                        self.completion_mask[index], self.truncated[index],
                        [self.completions[i] for i in index.tolist()], self.generation_s)
 
+    def trimmed(self) -> "Rollout":
+        """Without the columns no row uses: left padding before the longest prompt, completion
+        columns past the longest completion (what rows leave behind when others are dropped)."""
+        if not len(self.input_ids):
+            return self
+        start = int(self.attention_mask[:, :self.prompt_len].any(dim=0).long().argmax())
+        width = int(self.lengths.max())
+        return Rollout(self.input_ids[:, start:self.prompt_len + width],
+                       self.attention_mask[:, start:self.prompt_len + width], self.prompt_len - start,
+                       self.completion_mask[:, :width], self.truncated, self.completions, self.generation_s)
+
 
 def sample(model, tokenizer, prompts: list[str], group_size: int, max_new_tokens: int,
            temperature: float, device: torch.device, greedy: bool = False, synced: bool = False) -> Rollout:

@@ -62,9 +62,11 @@ class Batch:
         pick = rows.tolist()
         scores = rewards.Scores(total=[self.scores.total[i] for i in pick],
                                 per_reward={k: [v[i] for i in pick] for k, v in self.scores.per_reward.items()})
-        return Batch(rows=[self.rows[g] for g in kept], group_size=G, rollout=self.rollout.select(rows),
-                     mask=self.mask[rows], scores=scores, totals=self.totals[rows], old_logp=self.old_logp[rows],
-                     entropy=self.entropy[rows], ref_logp=None if self.ref_logp is None else self.ref_logp[rows])
+        rollout = self.rollout.select(rows).trimmed()  # the padding only dropped rows needed goes too
+        T = rollout.completion_mask.shape[1]
+        return Batch(rows=[self.rows[g] for g in kept], group_size=G, rollout=rollout, mask=self.mask[rows, :T],
+                     scores=scores, totals=self.totals[rows], old_logp=self.old_logp[rows, :T],
+                     entropy=self.entropy[rows, :T], ref_logp=None if self.ref_logp is None else self.ref_logp[rows, :T])
 
 
 def sample_groups(c, rows: list[dict]) -> Batch:
