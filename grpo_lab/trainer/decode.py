@@ -19,8 +19,9 @@ from collections.abc import Iterator
 import torch
 import torch.distributed as dist
 
-# Up to this many rows, a CPU linear layer computes (W @ x.T).T instead of x @ W.T.
+# Up to this many rows, a CPU linear layer of at least BIG_LAYER weights computes (W @ x.T).T instead of x @ W.T.
 FEW_ROWS = 16
+BIG_LAYER = 1 << 16
 
 
 def position_ids(attention_mask: torch.Tensor) -> torch.Tensor:
@@ -57,10 +58,12 @@ def few_row_linears(model: torch.nn.Module, on: bool = True) -> Iterator[None]:
 
     The same product; MKL's x @ W.T with 1-16 rows runs far below the memory bandwidth on the
     2-core AMD machines this was measured on: SmolLM2's 210 decoder linears took 101 ms a token for
-    16 rows, 69 ms transposed; its 49k-word LM head 34 ms, 20 ms transposed. Subclasses of nn.Linear
-    (quantised layers) and layers with a forward of their own (hooks) are left as they are.
+    16 rows, 69 ms transposed; its 49k-word LM head 34 ms, 20 ms transposed. Small layers (the tiny
+    model's 64 x 128) lose more to the transposed copy than they gain, and are left as they are, as
+    are subclasses of nn.Linear (quantised layers) and layers with a forward of their own (hooks).
     """
-    linears = [m for m in model.modules() if on and type(m) is torch.nn.Linear and "forward" not in vars(m)]
+    linears = [m for m in model.modules() if on and type(m) is torch.nn.Linear and "forward" not in vars(m)
+               and m.weight.numel() >= BIG_LAYER]
     for m in linears:
         m.forward = types.MethodType(_few_rows_linear, m)
     try:
