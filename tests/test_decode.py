@@ -5,11 +5,13 @@ for token, also when ended rows leave the batch; running a shared prompt once ch
 log-probability and no gradient beyond rounding.
 """
 
+import doctest
+
 import pytest
 import torch
 from transformers.cache_utils import Cache
 
-from grpo_lab.trainer import tiny
+from grpo_lab.trainer import decode as decode_module, tiny
 from grpo_lab.trainer.decode import FEW_ROWS, decode, draw, few_row_linears, position_ids
 from grpo_lab.trainer.rollout import sample, token_logprobs
 
@@ -26,6 +28,10 @@ def model_and_tokenizer():
 def within(got: torch.Tensor, want: torch.Tensor, n: int, sigmas: float = 5.0) -> bool:
     """Observed frequencies within `sigmas` binomial standard deviations of the probabilities."""
     return bool(((got - want).abs() <= sigmas * (want * (1 - want) / n).sqrt() + 1e-12).all())
+
+
+def test_the_docstring_examples_run():
+    assert doctest.testmod(decode_module).failed == 0
 
 
 @pytest.mark.parametrize("temperature", [0.5, 1.0, 2.0])
