@@ -64,8 +64,8 @@ def few_row_linears(model: torch.nn.Module, on: bool = True) -> Iterator[None]:
     model's 64 x 128) lose more to the transposed copy than they gain, and are left as they are, as
     are subclasses of nn.Linear (quantised layers) and layers with a forward of their own (hooks).
     """
-    linears = [m for m in model.modules() if on and type(m) is torch.nn.Linear and "forward" not in vars(m)
-               and m.weight.numel() >= BIG_LAYER]
+    linears = [m for m in model.modules() if type(m) is torch.nn.Linear and "forward" not in vars(m)
+               and m.weight.numel() >= BIG_LAYER] if on else []
     for m in linears:
         m.forward = types.MethodType(_few_rows_linear, m)
     try:
@@ -86,40 +86,35 @@ def decode(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, copies:
     """
     # FSDP swaps the weights in and out around each forward: left alone
     with few_row_linears(model, on=input_ids.device.type == "cpu" and not synced):
-        return _decode(model, input_ids, attention_mask, copies, max_new_tokens, temperature, eos_id, pad_id,
-                       greedy, synced)
-
-
-def _decode(model, input_ids, attention_mask, copies, max_new_tokens, temperature, eos_id, pad_id, greedy, synced):
-    out = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids(attention_mask),
-                use_cache=True, logits_to_keep=1)
-    cache = out.past_key_values
-    cache.batch_repeat_interleave(copies)
-    logits = out.logits[:, -1].repeat_interleave(copies, dim=0)
-    mask = attention_mask.repeat_interleave(copies, dim=0)
-    pos = position_ids(mask)[:, -1]
-    tokens = torch.full((mask.shape[0], max_new_tokens), pad_id, dtype=torch.long, device=input_ids.device)
-    rows = torch.arange(mask.shape[0], device=input_ids.device)  # batch rows still in the cache, in its order
-    ended = torch.zeros_like(rows, dtype=torch.bool)  # of those, the ones past their EOS
-    for t in range(max_new_tokens):
-        token = (logits.argmax(dim=-1) if greedy else draw(logits, temperature)).masked_fill(ended, pad_id)
-        tokens[rows, t] = token
-        ended |= token == eos_id
-        if t + 1 == max_new_tokens:
-            break
-        going = (~ended).sum()
-        if synced:
-            dist.all_reduce(going)  # every process runs the same forwards, so all stop at once
-        if going == 0:
-            return tokens[:, :t + 1]
-        # ended rows leave the batch when at most half of it is still going: a CPU GEMM runs rows in
-        # blocks of 8 (one row fewer saves nothing) and each drop copies the cache
-        if not synced and going <= len(rows) // 2:
-            keep = (~ended).nonzero().squeeze(1)
-            rows, token, mask, pos, ended = rows[keep], token[keep], mask[keep], pos[keep], ended[keep]
-            cache.batch_select_indices(keep)
-        mask = torch.cat([mask, mask.new_ones(mask.shape[0], 1)], dim=1)
-        pos = pos + 1
-        logits = model(input_ids=token[:, None], attention_mask=mask, position_ids=pos[:, None],
-                       past_key_values=cache, use_cache=True).logits[:, -1]
-    return tokens
+        out = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids(attention_mask),
+                    use_cache=True, logits_to_keep=1)
+        cache = out.past_key_values
+        cache.batch_repeat_interleave(copies)
+        logits = out.logits[:, -1].repeat_interleave(copies, dim=0)
+        mask = attention_mask.repeat_interleave(copies, dim=0)
+        pos = position_ids(mask)[:, -1]
+        tokens = torch.full((mask.shape[0], max_new_tokens), pad_id, dtype=torch.long, device=input_ids.device)
+        rows = torch.arange(mask.shape[0], device=input_ids.device)  # batch rows still in the cache, in its order
+        ended = torch.zeros_like(rows, dtype=torch.bool)  # of those, the ones past their EOS
+        for t in range(max_new_tokens):
+            token = (logits.argmax(dim=-1) if greedy else draw(logits, temperature)).masked_fill(ended, pad_id)
+            tokens[rows, t] = token
+            ended |= token == eos_id
+            if t + 1 == max_new_tokens:
+                break
+            going = (~ended).sum()
+            if synced:
+                dist.all_reduce(going)  # every process runs the same forwards, so all stop at once
+            if going == 0:
+                return tokens[:, :t + 1]
+            # ended rows leave the batch when at most half of it is still going: a CPU GEMM runs rows in
+            # blocks of 8 (one row fewer saves nothing) and each drop copies the cache
+            if not synced and going <= len(rows) // 2:
+                keep = (~ended).nonzero().squeeze(1)
+                rows, token, mask, pos, ended = rows[keep], token[keep], mask[keep], pos[keep], ended[keep]
+                cache.batch_select_indices(keep)
+            mask = torch.cat([mask, mask.new_ones(mask.shape[0], 1)], dim=1)
+            pos = pos + 1
+            logits = model(input_ids=token[:, None], attention_mask=mask, position_ids=pos[:, None],
+                           past_key_values=cache, use_cache=True).logits[:, -1]
+        return tokens
