@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 STAMP := .venv/.installed
 
-.PHONY: dashboard test setup system-deps smollm2
+.PHONY: dashboard test test-fast setup system-deps smollm2
 
 # the package itself goes in editable (its console commands: grpo-lab-train, grpo-lab-dashboard,
 # grpo-lab-import), built with the pinned setuptools, so nothing is downloaded but the pins
@@ -29,3 +29,9 @@ test: $(STAMP) system-deps
 	$(PY) -m pip install -q -r requirements-trl.txt
 	bash scripts/get-smollm2.sh --install-only
 	$(PY) -m pytest -q
+
+# The loop while working: pure functions, the objective, rewards, readers and the pages whose fixtures
+# start no trainer (tests marked slow, browser or smollm2 are left out; see pytest.ini). CI runs `make test`.
+test-fast: $(STAMP)
+	$(PY) -m pip install -q -r requirements-trl.txt
+	$(PY) -m pytest -q -m "not slow and not browser and not smollm2"

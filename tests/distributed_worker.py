@@ -27,8 +27,9 @@ import torch
 from grpo_lab.trainer import tiny
 from grpo_lab.trainer.config import Config
 from grpo_lab.trainer.distributed import Dist, launch, wrap
+from grpo_lab.trainer.grpo import loss_scale
 from grpo_lab.trainer.models import unwrap
-from grpo_lab.trainer.objective import LOSS_AGGREGATIONS, grpo_loss
+from grpo_lab.trainer.objective import LOSS_AGGREGATIONS, LossSettings, grpo_loss
 from grpo_lab.trainer.rollout import Rollout, token_logprobs
 
 B, T, MAX_LEN = 8, 6, 6  # responses, completion width, max_new_tokens
@@ -72,9 +73,9 @@ def one_update(d: Dist, aggregation: str, out: Path) -> None:
     logp, _ = token_logprobs(model, rollout)
     result = grpo_loss(logp=logp, old_logp=logp.detach() + full["old_shift"][rows],
                        ref_logp=logp.detach() + full["ref_shift"][rows], advantages=full["advantages"][rows],
-                       mask=mask, eps_low=0.2, eps_high=0.2, beta=0.04, aggregation=aggregation, max_len=MAX_LEN,
+                       mask=mask, settings=LossSettings(beta=0.04, aggregation=aggregation, max_len=MAX_LEN),
                        truncated=rollout.truncated if aggregation == "sequence" else None)
-    scale = d.loss_scale(result.loss_mask, aggregation)
+    scale = loss_scale(d, result.loss_mask, aggregation)
     optimizer.zero_grad(set_to_none=True)
     (result.loss * scale).backward()
     grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), 0.05))  # clips: the norm is larger

@@ -51,8 +51,7 @@ def test_each_variant_is_grpo_loss_with_its_options(key, long_len):
     v = variants.VARIANTS[key]
     adv = group_advantages(torch.tensor([group.rewards]), v.std_mode).advantages[0].double()
     logp = group.logp_new.clone().requires_grad_(True)
-    direct = grpo_loss(logp, group.logp_old, None, adv, group.mask, v.eps_low, v.eps_high,
-                       aggregation=v.aggregation, max_len=variants.MAX_LEN, importance_level=v.importance_level,
+    direct = grpo_loss(logp, group.logp_old, None, adv, group.mask, v.loss_settings(variants.MAX_LEN),
                        truncated=group.truncated if v.mask_truncated else None)
     direct.loss.backward()
     assert res.loss == pytest.approx(float(direct.loss.detach()), abs=1e-9)

@@ -69,3 +69,27 @@ def test_a_trainer_that_divides_by_std_plus_epsilon_is_recomputed_exactly():
     trl = [(r - 0.75) / (std + 1e-4) for r in rewards]  # TRL: sample std, plus 1e-4
     assert not group_math.compute(rewards, trl, "sample").matches  # off by ~1e-4 without the epsilon
     assert group_math.compute(rewards, trl, "sample", epsilon=1e-4).matches
+
+
+@pytest.mark.parametrize("mode", __import__("grpo_lab.trainer.objective", fromlist=["STD_MODES"]).STD_MODES)
+def test_every_std_mode_the_trainer_has_is_checked_against_the_trainers_own_advantages(mode):
+    import torch
+
+    from grpo_lab.dashboard.i18n import t
+    from grpo_lab.trainer.objective import group_advantages
+
+    step = [[1.0, 0.0, 0.0, 0.0], [1.0, 1.0, 0.0, 1.0], [0.0, 2.0, 1.0, 3.0]]
+    trained = group_advantages(torch.tensor(step), mode).advantages  # what the trainer logged
+    for i, rewards in enumerate(step):
+        worked = group_math.compute(rewards, trained[i].tolist(), mode,
+                                    step_groups=[g for j, g in enumerate(step) if j != i])
+        assert worked.matches, (mode, i, worked.max_diff)
+    assert group_math.std_formula(mode) and t("math.std." + mode) != "math.std." + mode
+
+
+def test_batch_mode_needs_the_steps_other_groups():
+    # alone, group 0's own std (0.43) divides; the step's std (0.48) is what the trainer used
+    logged = [1.55, -0.52, -0.52, -0.52]
+    assert not group_math.compute([1.0, 0.0, 0.0, 0.0], logged, "batch").matches
+    worked = group_math.compute([1.0, 0.0, 0.0, 0.0], logged, "batch", step_groups=[[1.0, 1.0, 1.0, 1.0]])
+    assert worked.max_diff < 0.01 and worked.std == pytest.approx(0.484, abs=1e-3)

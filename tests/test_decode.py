@@ -12,7 +12,7 @@ import torch
 from transformers.cache_utils import Cache
 
 from grpo_lab.trainer import decode as decode_module, tiny
-from grpo_lab.trainer.decode import FEW_ROWS, decode, draw, few_row_linears, position_ids
+from grpo_lab.trainer.decode import FEW_ROWS, Sampling, decode, draw, few_row_linears, position_ids
 from grpo_lab.trainer.rollout import sample, token_logprobs
 
 CPU = torch.device("cpu")
@@ -49,7 +49,7 @@ def test_decoded_first_tokens_follow_the_models_own_distribution(model_and_token
     enc = tokenizer(PROMPTS[:2], return_tensors="pt", padding=True, add_special_tokens=False)
     n, temperature = 4000, 0.7
     torch.manual_seed(0)
-    first = decode(model, enc["input_ids"], enc["attention_mask"], n, 1, temperature,
+    first = decode(model, enc["input_ids"], enc["attention_mask"], Sampling(n, 1, temperature),
                    eos_id=tokenizer.eos_token_id, pad_id=tokenizer.pad_token_id)[:, 0]
     with torch.no_grad():
         logits = model(**enc, position_ids=position_ids(enc["attention_mask"])).logits[:, -1]
@@ -73,7 +73,7 @@ def lively(model):
 def greedy_endings(model, tokenizer) -> tuple[list[str], list[str]]:
     """Prompts whose greedy completion ends within 24 tokens, and prompts whose completion does not."""
     prompts = [f"{a}+{b}=" for a in range(0, 20, 3) for b in range(0, 9, 4)]
-    runs_on = sample(model, tokenizer, prompts, 1, 24, 1.0, CPU, greedy=True).truncated.tolist()
+    runs_on = sample(model, tokenizer, prompts, Sampling(1, 24, greedy=True), CPU).truncated.tolist()
     return [p for p, t in zip(prompts, runs_on) if not t], [p for p, t in zip(prompts, runs_on) if t]
 
 
@@ -85,7 +85,7 @@ def test_greedy_decoding_matches_generate_while_ended_rows_leave_the_batch(model
     dropped = []
     select = Cache.batch_select_indices
     monkeypatch.setattr(Cache, "batch_select_indices", lambda self, rows: dropped.append(len(rows)) or select(self, rows))
-    ours = sample(model, tokenizer, prompts, 2, 24, 1.0, CPU, greedy=True)
+    ours = sample(model, tokenizer, prompts, Sampling(2, 24, greedy=True), CPU)
     assert dropped  # rows left the batch
     enc = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
     theirs = model.generate(**enc, do_sample=False, max_new_tokens=24, pad_token_id=tokenizer.pad_token_id,
@@ -100,7 +100,7 @@ def test_greedy_decoding_matches_generate_while_ended_rows_leave_the_batch(model
 def test_decoding_stops_at_the_longest_completion(model_and_tokenizer):
     model, tokenizer = model_and_tokenizer
     model = lively(model)
-    out = sample(model, tokenizer, greedy_endings(model, tokenizer)[0], 3, 24, 1.0, CPU, greedy=True)
+    out = sample(model, tokenizer, greedy_endings(model, tokenizer)[0], Sampling(3, 24, greedy=True), CPU)
     assert not out.truncated.any() and out.completion_mask.shape[1] == max(out.lengths.tolist()) < 24
 
 
@@ -108,7 +108,7 @@ def test_sampled_rows_are_padded_after_their_eos_and_marked_truncated_without_on
     model, tokenizer = model_and_tokenizer
     model = lively(model)
     torch.manual_seed(1)
-    out = sample(model, tokenizer, PROMPTS, 8, 16, 1.5, CPU)
+    out = sample(model, tokenizer, PROMPTS, Sampling(8, 16, 1.5), CPU)
     ids, mask = out.completion_ids, out.completion_mask
     is_eos = ids == tokenizer.eos_token_id
     ended = is_eos.any(dim=1)
@@ -132,7 +132,7 @@ def reference_logprobs(model, rollout) -> torch.Tensor:
 def test_a_prompt_run_once_for_its_group_changes_no_logprob_and_no_gradient(model_and_tokenizer):
     model, tokenizer = model_and_tokenizer
     torch.manual_seed(0)
-    rollout = sample(model, tokenizer, PROMPTS, 4, 8, 1.0, CPU)
+    rollout = sample(model, tokenizer, PROMPTS, Sampling(4, 8), CPU)
     mask = rollout.completion_mask.float()
     batch_sizes = []
     hook = model.model.register_forward_hook(lambda _m, _a, kw, _o: batch_sizes.append(kw["input_ids"].shape[0]),

@@ -78,6 +78,11 @@ def test_every_key_the_code_asks_for_exists():
     # keys built at run time: the launch form's option.<name>.label / .help
     for name in ["model", *launch_form.MAIN, *launch_form.MORE]:
         assert f"option.{name}.label" in english and f"option.{name}.help" in english, name
+    # the Groups page's note on each std mode the trainer has
+    from grpo_lab.dashboard.views.group_math import std_note_key
+    from grpo_lab.objective.options import STD_MODES
+
+    assert all(std_note_key(mode) in english for mode in STD_MODES)
 
 
 def test_option_help_in_english_is_the_trainers_own():

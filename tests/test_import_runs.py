@@ -80,7 +80,7 @@ def test_verl_groups_are_the_rows_of_a_step_with_the_same_input(made):
     for _, rows in samples.groupby(["step", "group"]):
         assert rows["prompt"].nunique() == 1 and sorted(rows["sample_idx"]) == list(range(G))
     assert samples.groupby("step")["group"].nunique().tolist() == [len(PROMPTS)] * 2
-    assert samples["verl/acc"].isin([0.0, 1.0]).all()  # the reward's extra values, kept
+    assert samples["extra/acc"].isin([0.0, 1.0]).all()  # the reward's extra values, kept (as extra/<name>)
 
 
 def test_verl_advantages_are_recomputed_with_the_std_mode(made, tmp_path):

@@ -15,6 +15,7 @@ import torch
 from grpo_lab.trainer import smollm, tiny
 from grpo_lab.trainer.config import ConfigError
 from grpo_lab.trainer.models import load_policy
+from grpo_lab.trainer.decode import Sampling
 from grpo_lab.trainer.rollout import sample
 from grpo_lab.trainer.tasks import Task, arithmetic, render, word_problems
 from trainer_helpers import ROOT, SMALL, read_table, run_trainer, trainer_cmd
@@ -50,7 +51,7 @@ def test_saved_directory_loads_as_the_built_in_model(saved_tiny):
     assert not builtin and not policy.training and tokenizer.padding_side == "left"
     for (name, a), (_, b) in zip(policy.state_dict().items(), reference.state_dict().items()):
         assert torch.equal(a, b), name
-    out = sample(policy, tokenizer, ["1+2=", "3+4="], 2, 3, 1.0, CPU)
+    out = sample(policy, tokenizer, ["1+2=", "3+4="], Sampling(2, 3), CPU)
     assert out.input_ids.shape[0] == 4 and len(out.completions) == 4
 
 
@@ -140,7 +141,7 @@ def test_gradient_checkpointing_same_gradients_and_cached_sampling(saved_tiny):
     for name in expected:
         assert torch.allclose(expected[name], got[name], atol=1e-6), name
     calls.clear()
-    sample(ckpt, tokenizer, ["1+2="], 2, 3, 1.0, CPU)  # no_grad: no checkpointing, so the KV cache is kept
+    sample(ckpt, tokenizer, ["1+2="], Sampling(2, 3), CPU)  # no_grad: no checkpointing, so the KV cache is kept
     assert calls == [] and not any(layer.training for layer in layers)
     assert not any(m.training for m in ckpt.modules() if m not in layers)  # dropout stays off
 

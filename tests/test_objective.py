@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from grpo_lab.trainer.objective import (
+    LossSettings,
     aggregate,
     clipped_surrogate,
     exact_kl,
@@ -115,7 +116,8 @@ def test_sequence_aggregation_weighs_each_response_equally():
 
 def _grad_of_logp(advantage: float, logp_new: float, logp_old: float, eps: float = 0.2) -> float:
     logp = torch.tensor([[logp_new]], requires_grad=True)
-    out = grpo_loss(logp, torch.tensor([[logp_old]]), None, torch.tensor([advantage]), torch.ones(1, 1), eps)
+    out = grpo_loss(logp, torch.tensor([[logp_old]]), None, torch.tensor([advantage]), torch.ones(1, 1),
+                    LossSettings(epsilon=eps))
     out.loss.backward()
     return logp.grad.item()
 
@@ -135,6 +137,6 @@ def test_clipped_token_has_zero_gradient():
 def test_kl_term_pulls_policy_towards_reference():
     logp = torch.tensor([[math.log(0.9)]], requires_grad=True)
     out = grpo_loss(logp, logp.detach(), torch.tensor([[math.log(0.5)]]), torch.tensor([0.0]),
-                    torch.ones(1, 1), 0.2, beta=0.1)
+                    torch.ones(1, 1), LossSettings(beta=0.1))
     out.loss.backward()
     assert out.kl.item() > 0 and logp.grad.item() > 0  # descent lowers logp towards the reference

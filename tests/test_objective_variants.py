@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from grpo_lab.trainer.objective import (
+    LossSettings,
     IMPORTANCE_LEVELS,
     LOSS_AGGREGATIONS,
     aggregate,
@@ -76,7 +77,7 @@ def test_sequence_level_clips_the_whole_response():
     grads = {}
     for level in IMPORTANCE_LEVELS:
         logp = new_init.clone().requires_grad_(True)
-        out = grpo_loss(logp, old, None, adv, mask, 0.2, importance_level=level)
+        out = grpo_loss(logp, old, None, adv, mask, LossSettings(importance_level=level))
         out.loss.backward()
         grads[level] = logp.grad[0].tolist()
         if level == "sequence":
@@ -92,8 +93,8 @@ def test_sequence_level_gradient_spreads_evenly_over_the_tokens():
     # inside the clip range d s / d logp_t = s / |o|: every token of the response gets the same push
     old = torch.log(torch.tensor([[0.5, 0.4, 0.5, 0.5]]))
     logp = torch.log(torch.tensor([[0.5, 0.44, 0.5, 0.5]])).requires_grad_(True)  # one token at r = 1.1
-    out = grpo_loss(logp, old, None, torch.tensor([2.0]), lengths_mask(3, width=4), 0.2,
-                    importance_level="sequence")
+    out = grpo_loss(logp, old, None, torch.tensor([2.0]), lengths_mask(3, width=4),
+                    LossSettings(importance_level="sequence"))
     out.loss.backward()
     s = 1.1 ** (1 / 3)
     assert logp.grad[0, :3].tolist() == pytest.approx([-2.0 * s / 3] * 3)
@@ -108,18 +109,17 @@ def test_at_ratio_one_both_levels_give_the_same_gradient():
     grads = []
     for level in IMPORTANCE_LEVELS:
         logp = logp0.clone().requires_grad_(True)
-        grpo_loss(logp, logp0, None, adv, mask, 0.2, importance_level=level).loss.backward()
+        grpo_loss(logp, logp0, None, adv, mask, LossSettings(importance_level=level)).loss.backward()
         grads.append(logp.grad)
     assert torch.allclose(grads[0], grads[1], atol=1e-7)
 
 
 def test_sequence_level_needs_one_advantage_per_response():
     with pytest.raises(ValueError, match="importance_level"):
-        grpo_loss(torch.zeros(1, 2), torch.zeros(1, 2), None, torch.zeros(1, 2), torch.ones(1, 2), 0.2,
-                  importance_level="sequence")
+        grpo_loss(torch.zeros(1, 2), torch.zeros(1, 2), None, torch.zeros(1, 2), torch.ones(1, 2),
+                  LossSettings(importance_level="sequence"))
     with pytest.raises(ValueError, match="importance_level: must be one of"):
-        grpo_loss(torch.zeros(1, 2), torch.zeros(1, 2), None, torch.zeros(1), torch.ones(1, 2), 0.2,
-                  importance_level="word")
+        LossSettings(importance_level="word")
 
 
 # --- Dr. GRPO: the constant normaliser ----------------------------------------------------------
@@ -151,11 +151,11 @@ def test_a_long_wrong_answer_is_diluted_only_by_per_response_averaging():
     # the chapter pushes the wrong answer's tokens down 4x less each; constant pushes each equally.
     logp = torch.zeros(2, 8, requires_grad=True)
     mask = lengths_mask(2, 8)
-    grpo_loss(logp, logp.detach(), None, torch.tensor([1.0, -1.0]), mask, 0.2).loss.backward()
+    grpo_loss(logp, logp.detach(), None, torch.tensor([1.0, -1.0]), mask).loss.backward()
     assert -logp.grad[0, 0].item() == pytest.approx(1 / 4) and -logp.grad[1, 0].item() == pytest.approx(-1 / 16)
     logp.grad = None
-    grpo_loss(logp, logp.detach(), None, torch.tensor([1.0, -1.0]), mask, 0.2, aggregation="constant",
-              max_len=8).loss.backward()
+    grpo_loss(logp, logp.detach(), None, torch.tensor([1.0, -1.0]), mask,
+              LossSettings(aggregation="constant", max_len=8)).loss.backward()
     assert -logp.grad[0, 0].item() == pytest.approx(1 / 16) and -logp.grad[1, 0].item() == pytest.approx(-1 / 16)
 
 
@@ -176,18 +176,18 @@ def test_truncated_responses_get_no_gradient_and_do_not_count():
     truncated = torch.tensor([True, False, False])
     for agg in ("sequence", "token"):
         logp = logp0.clone().requires_grad_(True)
-        out = grpo_loss(logp, old, None, adv, mask, 0.2, aggregation=agg, truncated=truncated)
+        out = grpo_loss(logp, old, None, adv, mask, LossSettings(aggregation=agg), truncated=truncated)
         out.loss.backward()
         assert logp.grad[0].abs().sum().item() == 0.0 and logp.grad[1:].abs().sum().item() > 0
         # the same number as a batch that never held the truncated response
-        alone = grpo_loss(logp0[1:], old[1:], None, adv[1:], mask[1:], 0.2, aggregation=agg)
+        alone = grpo_loss(logp0[1:], old[1:], None, adv[1:], mask[1:], LossSettings(aggregation=agg))
         assert out.loss.item() == pytest.approx(alone.loss.item(), abs=1e-6)
         assert out.loss_mask[0].sum().item() == 0
 
 
 def test_every_response_truncated_gives_zero_loss_not_nan():
     logp = torch.zeros(2, 3, requires_grad=True)
-    out = grpo_loss(logp, logp.detach(), None, torch.tensor([1.0, -1.0]), torch.ones(2, 3), 0.2,
+    out = grpo_loss(logp, logp.detach(), None, torch.tensor([1.0, -1.0]), torch.ones(2, 3),
                     truncated=torch.tensor([True, True]))
     out.loss.backward()
     assert out.loss.item() == 0.0 and logp.grad.abs().sum().item() == 0.0
@@ -206,7 +206,7 @@ def test_entropy_bonus_raises_entropy_and_is_in_the_loss():
         logp_all = torch.log_softmax(lg, dim=-1)
         logp = logp_all.gather(-1, tokens).squeeze(-1)
         h = entropy(logp_all)
-        return grpo_loss(logp, logp.detach(), None, torch.zeros(2), mask, 0.2, entropy=h, entropy_coef=0.1), h
+        return grpo_loss(logp, logp.detach(), None, torch.zeros(2), mask, LossSettings(entropy_coef=0.1), entropy=h), h
 
     out, h = loss_of(logits)
     assert out.entropy.item() == pytest.approx(h.mean().item())
@@ -219,7 +219,7 @@ def test_entropy_bonus_raises_entropy_and_is_in_the_loss():
 
 def test_no_coefficient_no_bonus():
     logp = torch.zeros(1, 2)
-    out = grpo_loss(logp, logp, None, torch.tensor([1.0]), torch.ones(1, 2), 0.2, entropy=torch.ones(1, 2))
+    out = grpo_loss(logp, logp, None, torch.tensor([1.0]), torch.ones(1, 2), entropy=torch.ones(1, 2))
     assert out.loss.item() == pytest.approx(-1.0) and out.entropy.item() == 0.0
 
 
@@ -242,7 +242,9 @@ def test_gradient_sign_follows_the_advantage(option, ratio):
     old = torch.full((3, 4), math.log(0.4))
     logp = (old + math.log(ratio)).clone().requires_grad_(True)
     adv = group_advantages(torch.tensor([[1.0, 0.0, 1.0]]), "batch").advantages[0]
-    grpo_loss(logp, old, None, adv, mask, 0.2, **OPTIONS[option]).loss.backward()
+    options = dict(OPTIONS[option])
+    tensors = {k: options.pop(k) for k in ("truncated", "entropy") if k in options}
+    grpo_loss(logp, old, None, adv, mask, LossSettings(**options), **tensors).loss.backward()
     step = -logp.grad  # what gradient descent adds to logp
     assert (step[0, :4] > 0).all()  # A > 0: more likely
     assert (step[1, :2] < 0).all()  # A < 0: less likely

@@ -7,6 +7,7 @@ from grpo_lab.trainer import tiny
 from grpo_lab.trainer.config import from_dict
 from grpo_lab.trainer.objective import clipped_value_loss, gae
 from grpo_lab.trainer.value import build_value_model, token_values
+from grpo_lab.trainer.decode import Sampling
 from grpo_lab.trainer.rollout import sample
 
 
@@ -20,7 +21,7 @@ def policy_and_tokenizer():
 def rollout(policy_and_tokenizer):
     policy, tokenizer = policy_and_tokenizer
     torch.manual_seed(0)
-    return sample(policy, tokenizer, ["1+2=", "3+4=", "10+0="], 4, 4, 1.0, torch.device("cpu"))
+    return sample(policy, tokenizer, ["1+2=", "3+4=", "10+0="], Sampling(4, 4), torch.device("cpu"))
 
 
 def value_model(policy):

@@ -131,7 +131,9 @@ def test_columns_reach_the_reward_aligned_with_the_samples():
 
     columns = {"answer": ["1", "2"], "id": [7, 8]}
     rewards.score_all({"spy": (spy, 1.0)}, ["p1", "p2"], ["c1", "c2"], columns)
-    assert seen == {"answer": ["1", "2"], "extra": ["id"]}
+    # TRL's call: the columns, plus the trainer's own keywords (completion_ids, trainer_state, log_*)
+    assert seen == {"answer": ["1", "2"],
+                    "extra": ["completion_ids", "id", "log_extra", "log_metric", "trainer_state"]}
 
 
 # --- score_all: failures never kill the run ----------------------------------------------------

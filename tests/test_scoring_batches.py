@@ -7,6 +7,7 @@ import torch
 
 from grpo_lab import rewards
 from grpo_lab.trainer import tiny
+from grpo_lab.trainer.decode import Sampling
 from grpo_lab.trainer.rollout import sample, token_logprobs
 from grpo_lab.trainer.scoring import Batch
 from test_decode import greedy_endings, lively
@@ -21,7 +22,7 @@ def test_selected_groups_keep_their_rows_and_lose_the_padding_of_the_others():
     ending, running = greedy_endings(model, tokenizer)
     long_prompt = max(running, key=len)  # its completion runs to the end; the two kept groups' end early
     prompts = [long_prompt] + [p for p in ending if len(p) < len(long_prompt)][:2]
-    rollout = sample(model, tokenizer, prompts, G, 24, 1.0, CPU, greedy=True)
+    rollout = sample(model, tokenizer, prompts, Sampling(G, 24, greedy=True), CPU)
     with torch.no_grad():
         logp = token_logprobs(model, rollout)[0]
     n = len(rollout.completions)

@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from grpo_lab.trainer import tiny
+from grpo_lab.trainer.decode import Sampling
 from grpo_lab.trainer.rollout import sample, token_logprobs
 from grpo_lab.trainer.timing import PHASES
 from trainer_helpers import SMALL, read_table, run_trainer
@@ -12,7 +13,7 @@ from trainer_helpers import SMALL, read_table, run_trainer
 def test_pi_old_from_the_update_forward_equals_a_separate_no_grad_forward_bit_for_bit():
     tokenizer = tiny.build_tokenizer()
     model = tiny.build_model(tokenizer, seed=0).eval()
-    rollout = sample(model, tokenizer, ["1+2=", "3+4="], 4, 4, 1.0, torch.device("cpu"))
+    rollout = sample(model, tokenizer, ["1+2=", "3+4="], Sampling(4, 4), torch.device("cpu"))
     with torch.no_grad():
         separate, entropy_separate = token_logprobs(model, rollout, 1.0, with_entropy=True)
     logp, entropy = token_logprobs(model, rollout, 1.0, with_entropy=True)

@@ -44,7 +44,7 @@ def test_status_and_config_say_trl(made):
     assert config["source"] == "trl" and config["advantage_source"] == "trl"
     assert {k: config[k] for k in ("group_size", "passes", "lr", "beta", "epsilon", "epsilon_high", "max_new_tokens",
                                    "std_mode", "loss_aggregation", "max_steps")} == {
-        "group_size": G, "passes": 2, "lr": 1e-3, "beta": 0.04, "epsilon": 0.2, "epsilon_high": 0.2,
+        "group_size": G, "passes": 2, "lr": 1e-3, "beta": 0.04, "epsilon": 0.2, "epsilon_high": None,
         "max_new_tokens": 4, "std_mode": "sample", "loss_aggregation": "token", "max_steps": 4}
     assert config["rewards"] == {"correct": 1.0, "digits": 1.0}
     assert config["trl/num_generations"] == G and config["trl/scale_rewards"] == "group"  # every TRL option, as it was

@@ -5,6 +5,10 @@ The dashboard launches processes and shows files, so it is for the person at thi
   `dashboard_token` in Streamlit secrets); with no token set it is refused. Streamlit may have been
   started listening on every interface (`.streamlit/config.toml` is read only from the folder it
   starts in), so the check is on each visitor, not on the server's address.
+- Local means a loopback peer *and* a Host header this server answers to (localhost, 127.0.0.1,
+  [::1], the configured server.address, or GRPO_LAB_ALLOWED_HOSTS). A page from another site whose
+  name was re-pointed at 127.0.0.1 (DNS rebinding) has a loopback peer but its own Host: it gets the
+  token prompt. Wrong tokens are rate-limited, per session and per process.
 - Paths typed into the launch form (task, model, held-out file) must lie inside the data folders:
   the project, the runs folder, and those listed in GRPO_LAB_DATA_DIRS (separated by ':').
 - A reward named as `module:function` must come from a module listed in GRPO_LAB_REWARD_MODULES
@@ -16,14 +20,22 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import os
+import re
+import threading
+import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 from grpo_lab import project_dir
 
 TOKEN_ENV, DATA_DIRS_ENV, REWARD_MODULES_ENV = ("GRPO_LAB_DASHBOARD_TOKEN", "GRPO_LAB_DATA_DIRS",
                                                  "GRPO_LAB_REWARD_MODULES")
+ALLOWED_HOSTS_ENV = "GRPO_LAB_ALLOWED_HOSTS"
 PATH_OPTIONS = ("task", "model", "eval_split")
+LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
+HOST_NAME = re.compile(r"[a-z0-9._-]+|[0-9a-f:.]+")  # a DNS name or an IP address, nothing else
+FREE_TRIES, PROCESS_FREE_TRIES, MAX_WAIT_S = 5, 20, 300  # wrong tokens before waits start; longest wait
 
 
 def is_local(ip) -> bool:
@@ -35,6 +47,74 @@ def is_local(ip) -> bool:
         return ipaddress.ip_address(ip.split("%")[0]).is_loopback
     except ValueError:
         return False
+
+
+def allowed_hosts(address: Any = None) -> set[str]:
+    """Host names this server answers to as itself: the loopback names, the configured
+    server.address (`address`), and GRPO_LAB_ALLOWED_HOSTS (comma-separated)."""
+    extra = [h for h in os.environ.get(ALLOWED_HOSTS_ENV, "").split(",")]
+    names = {*LOCAL_HOSTS, *(extra + ([address] if isinstance(address, str) else []))}
+    return {n.strip().lower().strip("[]").rstrip(".") for n in names if n and n.strip()}
+
+
+def host_name(header: Any) -> str | None:
+    """The name in a Host header ('localhost:8501' -> 'localhost', '[::1]:80' -> '::1'); None when
+    it is missing or not a plain host[:port]."""
+    if not isinstance(header, str) or not header:
+        return None
+    try:
+        parsed = urlparse(f"//{header}")
+        _ = parsed.port  # raises on a port that is not a number in range
+    except ValueError:
+        return None
+    if parsed.hostname is None or parsed.username is not None or parsed.path or parsed.query or parsed.fragment:
+        return None
+    name = parsed.hostname.lower().rstrip(".")
+    return name if HOST_NAME.fullmatch(name) else None  # shown on the page: never markup
+
+
+def is_local_visit(ip: Any, host: Any, address: Any = None) -> bool:
+    """A visitor on this machine who asked for this server by one of its own names.
+
+    Streamlit gives no ip_address (None) both for a loopback peer and when there is no request at
+    all (AppTest, a bare script run); a real request always has a Host header (HTTP/1.1 and
+    WebSockets require one), so None with no Host is a script run, and None with a Host is a
+    loopback peer whose Host must be one of ours, as must a loopback ip given as text.
+    """
+    if not isinstance(ip, str):
+        return host is None or host_name(host) in allowed_hosts(address)
+    return is_local(ip) and host_name(host) in allowed_hosts(address)
+
+
+def wait_after(failures: int, free: int = FREE_TRIES) -> float:
+    """Seconds to wait after `failures` wrong tokens: none for the first `free`, then doubling."""
+    return 0.0 if failures < free else float(min(2 ** (failures - free), MAX_WAIT_S))
+
+
+class Attempts:
+    """Wrong-token count and the time the next try is allowed, shared by every session of this
+    process (a reload starts a new session, so a per-session count alone is no limit)."""
+
+    def __init__(self, free: int = PROCESS_FREE_TRIES):
+        self.free, self.failures, self.next_at = free, 0, 0.0
+        self._lock = threading.Lock()
+
+    def wait_left(self, now: float) -> float:
+        with self._lock:
+            return max(0.0, self.next_at - now)
+
+    def failed(self, now: float) -> None:
+        with self._lock:
+            self.failures += 1
+            self.next_at = now + wait_after(self.failures, self.free)
+
+    def reset(self) -> None:
+        with self._lock:
+            self.failures, self.next_at = 0, 0.0
+
+
+PROCESS_ATTEMPTS = Attempts()
+_now = time.time  # the gate's clock (tests stand in their own)
 
 
 def token_ok(supplied: str, expected: str) -> bool:
@@ -73,23 +153,61 @@ def check_launch(values: dict[str, Any], runs_dir: Path) -> str | None:
     return None
 
 
-def gate() -> None:
-    """Stop the page for a visitor from another machine without the token (see the module doc)."""
+def _expected_token(st) -> str:
+    try:
+        return os.environ.get(TOKEN_ENV) or str(st.secrets.get("dashboard_token", ""))
+    except Exception:  # noqa: BLE001 - no secrets file: Streamlit raises; no token then
+        return os.environ.get(TOKEN_ENV, "")
+
+
+def _visitor(st) -> tuple[Any, Any]:
+    """(peer ip, Host header) of this session; a separate function so tests can stand in a visitor."""
+    try:
+        host = st.context.headers.get("Host")
+    except Exception:  # noqa: BLE001 - no request behind this session (AppTest, a bare script run)
+        host = None
+    return st.context.ip_address, host
+
+
+def _try_token(expected: str) -> None:
+    """The token field's callback: check, count, and empty the field either way, so the token
+    never stays in the page (a callback may set a widget's value; the script body may not)."""
     import streamlit as st
 
-    if is_local(st.context.ip_address) or st.session_state.get("access_granted"):
+    state = st.session_state
+    supplied, state["access_token"] = str(state.get("access_token") or ""), ""
+    if not supplied:
         return
-    try:
-        expected = os.environ.get(TOKEN_ENV) or str(st.secrets.get("dashboard_token", ""))
-    except Exception:  # noqa: BLE001 - no secrets file: Streamlit raises; no token then
-        expected = os.environ.get(TOKEN_ENV, "")
+    now = _now()
+    wait = max(PROCESS_ATTEMPTS.wait_left(now), float(state.get("access_next_at", 0.0)) - now)
+    if wait > 0:
+        state["access_message"] = f"Too many wrong tokens: wait {wait:.0f} s, then try again."
+    elif token_ok(supplied, expected):
+        state["access_granted"] = True
+        PROCESS_ATTEMPTS.reset()
+    else:
+        failures = int(state.get("access_failures", 0)) + 1
+        state["access_failures"], state["access_next_at"] = failures, now + wait_after(failures)
+        PROCESS_ATTEMPTS.failed(now)
+        state["access_message"] = "Wrong token."
+
+
+def gate() -> None:
+    """Stop the page for a visitor who is not local (see the module doc) and has not given the token."""
+    import streamlit as st
+
+    ip, host = _visitor(st)
+    if st.session_state.get("access_granted") or is_local_visit(ip, host, st.get_option("server.address")):
+        return
+    expected = _expected_token(st)
     if not expected:
-        st.error(f"This dashboard only serves this machine. To open it from elsewhere, set {TOKEN_ENV} "
-                 "(or dashboard_token in Streamlit secrets) and enter it here.")
+        why = ("This dashboard only serves this machine." if not is_local(ip) else
+               f"This page was opened as {host_name(host) or '?'}, a name this server does not answer to as "
+               f"itself; open it as localhost, or list the name in {ALLOWED_HOSTS_ENV}.")
+        st.error(f"{why} To open it from elsewhere, set {TOKEN_ENV} (or dashboard_token in Streamlit secrets) "
+                 "and enter it here.")
         st.stop()
-    supplied = st.text_input("Access token", type="password", key="access_token")
-    if not token_ok(supplied, expected):
-        if supplied:
-            st.error("Wrong token.")
-        st.stop()
-    st.session_state["access_granted"] = True
+    st.text_input("Access token", type="password", key="access_token", on_change=_try_token, args=(expected,))
+    if message := st.session_state.pop("access_message", None):
+        st.error(message)
+    st.stop()

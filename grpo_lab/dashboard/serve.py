@@ -4,10 +4,17 @@ Streamlit reads `.streamlit/config.toml` only from the current folder, so the se
 are given on its command line here; options the user adds come later and win (for example
 `--server.address 0.0.0.0`, which then needs GRPO_LAB_DASHBOARD_TOKEN: see grpo_lab/dashboard/access.py).
 Runs are read from $GRPO_LAB_RUNS_DIR, else ./runs.
+
+Listening on loopback only, every visitor is on this machine, so a Host header that is not one of
+this server's names can only come from DNS rebinding (a web page whose name now resolves to
+127.0.0.1): then Streamlit's own `server.allowedHosts` refuses the WebSocket itself, before any
+script runs. Listening wider, visitors from other machines use names we cannot know, so the
+page gate (access.gate) answers a foreign Host with the token prompt instead.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import sys
 from pathlib import Path
@@ -16,8 +23,39 @@ APP = Path(__file__).with_name("app.py")
 SETTINGS = ("--server.address", "localhost", "--server.headless", "true", "--browser.gatherUsageStats", "false")
 
 
+def _option(argv: list[str], name: str) -> str | None:
+    """The last value given for `--name` (as `--name V` or `--name=V`), None when absent."""
+    value = None
+    for i, arg in enumerate(argv):
+        if arg == name and i + 1 < len(argv):
+            value = argv[i + 1]
+        elif arg.startswith(name + "="):
+            value = arg.split("=", 1)[1]
+    return value
+
+
+def _loopback(address: str) -> bool:
+    if address.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(address.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def host_settings(argv: list[str]) -> list[str]:
+    """`--server.allowedHosts` for each of access.allowed_hosts, when the server listens on
+    loopback only and the user named no allowed hosts of their own."""
+    from grpo_lab.dashboard.access import allowed_hosts
+
+    address = _option([*SETTINGS, *argv], "--server.address") or ""
+    if not _loopback(address) or _option(argv, "--server.allowedHosts") is not None:
+        return []
+    return [arg for host in sorted(allowed_hosts(address)) for arg in ("--server.allowedHosts", host)]
+
+
 def command(argv: list[str]) -> list[str]:
-    return [sys.executable, "-m", "streamlit", "run", str(APP), *SETTINGS, *argv]
+    return [sys.executable, "-m", "streamlit", "run", str(APP), *SETTINGS, *host_settings(argv), *argv]
 
 
 def main(argv: list[str] | None = None) -> int:

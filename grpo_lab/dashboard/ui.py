@@ -12,6 +12,7 @@ import streamlit as st
 
 from grpo_lab.dashboard.reading import data
 from grpo_lab.dashboard.i18n import t
+from grpo_lab.dashboard.views import markup
 from grpo_lab.rundir.reader import RunInfo
 
 log = logging.getLogger("dashboard")
@@ -27,7 +28,7 @@ def guard(page: str) -> Iterator[None]:
         yield
     except Exception as exc:  # noqa: BLE001 - st.rerun/st.stop are BaseException and pass through
         log.exception("%s page failed", page)
-        st.error(t("ui.page_failed", page=page, error=f"{type(exc).__name__}: {exc}"))
+        st.error(t("ui.page_failed", page=page, error=markup.md(f"{type(exc).__name__}: {exc}")))
 
 
 def state_name(state: str) -> str:
@@ -61,7 +62,8 @@ def warn(problems: list[str], limit: int = 5) -> None:
     unique = list(dict.fromkeys(problems))
     if unique:
         more = "\n- " + t("ui.more_problems", n=len(unique) - limit) if len(unique) > limit else ""
-        st.warning(t("ui.readable") + "\n" + "\n".join(f"- {p}" for p in unique[:limit]) + more, icon="⚠️")
+        lines = "\n".join(f"- {markup.md(p)}" for p in unique[:limit])  # file names and errors: run text
+        st.warning(t("ui.readable") + "\n" + lines + more, icon="⚠️")
 
 
 def headings() -> dict[str, str]:

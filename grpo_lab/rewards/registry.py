@@ -28,6 +28,7 @@ _REGISTRY: dict[str, str] = {
     "code_tests": "grpo_lab.rewards.code_tests:code_tests_reward",
     "reward_model": "grpo_lab.rewards.reward_model:reward_model_reward",
     "human_feedback": "grpo_lab.rewards.human_feedback:human_feedback_reward",
+    "human": "grpo_lab.rewards.human:human_reward",
 }
 
 
@@ -40,7 +41,8 @@ def build(name: str, **params) -> Reward:
     """A configured reward: a registry name, or `package.module:function` for a user function.
 
     A user function is returned as is (its params bound with functools.partial), so a TRL
-    reward function works unchanged. Every mistake is a one-line ValueError a user can act on.
+    reward function works unchanged; a factory (`is_factory`) is called with the params and
+    its result is the reward. Every mistake is a one-line ValueError a user can act on.
     """
     if not isinstance(name, str) or not name:
         raise ValueError(f"reward name must be a non-empty string, got {name!r}")
@@ -62,12 +64,56 @@ def _build_user_function(path: str, params: dict) -> Reward:
     fn = _resolve(path, path)
     if not callable(fn):
         raise ValueError(f"reward {path!r} is not callable (got {type(fn).__name__})")
+    if is_factory(fn):
+        return _call_factory(path, fn, params)
     if not params:
         return fn
     _check_params(path, fn, params)
     bound = functools.partial(fn, **params)
     bound.__name__ = getattr(fn, "__name__", path)
     return bound
+
+
+# What the trainer passes a reward (TRL's names); a callable that takes none of them is a factory.
+REWARD_INPUTS = ("prompts", "completions", "completion_ids")
+# ... nor one of these: a reward with a misspelt input (`completion`) is a reward the dry run refuses
+# with its signature, not a factory missing a parameter
+REWARD_LIKE = (*REWARD_INPUTS, "prompt", "completion", "trainer_state", "log_extra", "log_metric")
+
+
+def is_factory(fn) -> bool:
+    """A factory returns the reward (TRL's `get_cosine_scaled_reward(max_len)`): a callable that
+    takes none of the reward's inputs and no **kwargs, so it could not score anything itself.
+
+    >>> def make(max_len): return lambda completions, **kw: [0.0] * len(completions)
+    >>> is_factory(make), is_factory(lambda completions, **kw: [])
+    (True, False)
+    """
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return False
+    kinds = [p.kind for p in sig.parameters.values()]
+    if inspect.Parameter.VAR_KEYWORD in kinds or inspect.Parameter.VAR_POSITIONAL in kinds:
+        return False
+    return not any(name in sig.parameters for name in REWARD_LIKE)
+
+
+def _call_factory(path: str, factory, params: dict) -> Reward:
+    try:
+        _check_params(path, factory, params, require=True)
+    except ValueError as exc:
+        raise ValueError(f"{exc} (it takes none of {', '.join(REWARD_INPUTS)} or **kwargs, so it is called once "
+                         "as a factory of the reward, with its reward_params)") from None
+    try:
+        reward = factory(**params)
+    except Exception as exc:  # noqa: BLE001 - a factory's own check (TRL's max_penalty > 0): one line
+        raise ValueError(f"reward {path!r}: the factory raised {type(exc).__name__}: "
+                         f"{' '.join(str(exc).split())[:200]}") from None
+    if not callable(reward):
+        raise ValueError(f"reward {path!r} takes none of {', '.join(REWARD_INPUTS)} or **kwargs, so it was called "
+                         f"as a factory, and returned {type(reward).__name__}, not a reward function")
+    return reward
 
 
 def _resolve(path: str, label: str):

@@ -10,7 +10,10 @@ See docs/trl-and-verl.md.
 from __future__ import annotations
 
 import argparse
+import math
+import signal
 import sys
+import threading
 from pathlib import Path
 
 from grpo_lab.rundir.importers import trl, verl
@@ -32,9 +35,11 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                    help="verl: how the advantages are recomputed (sample: N-1 std, as verl's GRPO; group: 1/G, "
                         "the chapter). TRL: recorded only (TRL's own advantages are kept); sample is TRL's default")
     p.add_argument("--group-size", type=int, default=None,
-                   help="TRL: num_generations (default: inferred from runs of the same prompt)")
+                   help="TRL: num_generations; verl: rollout.n, for a dump without uid (default: inferred from "
+                        "how often each prompt appears)")
     p.add_argument("--reward-weights", default="",
-                   help="TRL: reward_weights as name=weight,... (default 1 each) for the total reward column")
+                   help="TRL: reward_weights as name=weight,... for the total reward column (default: read back "
+                        "from the run's logged reward; the import asks for this option when it cannot be)")
     return p.parse_args(argv)
 
 
@@ -46,13 +51,31 @@ def weights(text: str) -> dict[str, float]:
             if not key.strip():
                 raise ValueError
             out[key.strip()] = float(value)
+            if not math.isfinite(out[key.strip()]):
+                raise ValueError
         except ValueError:
             raise SourceError(f"--reward-weights {text!r}: expected name=weight,... "
                               "(e.g. correct=1,format=0.5)") from None
     return out
 
 
+def _interrupted(signum: int, frame) -> None:
+    raise SystemExit(128 + signum)  # unwinds through build_run, which removes its .tmp-import-* folder
+
+
 def main(argv: list[str] | None = None) -> int:
+    """SIGTERM and SIGHUP end the import as Ctrl-C does: the temporary folder is removed."""
+    if threading.current_thread() is not threading.main_thread():
+        return run(argv)
+    saved = {sig: signal.signal(sig, _interrupted) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        return run(argv)
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+
+
+def run(argv: list[str] | None) -> int:
     args = parse(argv)
     source = Path(args.source)
     runs_dir = Path(args.runs_dir or default_runs_dir())
@@ -73,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
             fill = lambda paths: trl.convert(source, paths, name=args.name, std_mode=args.std_mode,  # noqa: E731
                                              group_size=args.group_size, reward_weights=w)
         else:
-            fill = lambda paths: verl.convert(source, paths, name=args.name, std_mode=args.std_mode)  # noqa: E731
+            fill = lambda paths: verl.convert(source, paths, name=args.name, std_mode=args.std_mode,  # noqa: E731
+                                              group_size=args.group_size)
         target = build_run(runs_dir, args.name, fill)
     except (SourceError, RunNameError) as exc:
         print(f"error: {exc}", file=sys.stderr)

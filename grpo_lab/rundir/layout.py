@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -105,8 +106,11 @@ def write_json_atomic(path: Path, data: Any) -> None:
 
 def read_json(path: Path) -> dict[str, Any] | None:
     """The file's mapping, or None when it is missing or unreadable."""
-    try:
-        data = json.loads(Path(path).read_text())
+    try:  # O_NONBLOCK and a regular-file check: a FIFO planted as status.json must not hang a reader
+        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                return None
+            data = json.loads(fh.read())
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None

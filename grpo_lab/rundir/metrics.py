@@ -4,7 +4,8 @@ The tests check the trainer's columns against it and that the Live panels draw o
 holds; docs/run-directory.md's metric tables are written from it, between `<!-- metrics:KEY -->` and
 `<!-- /metrics -->` (`python -m grpo_lab.rundir.metrics docs/run-directory.md` rewrites them;
 a test fails while the doc differs). One row of the doc is one `Metric`: names that share a unit
-and a meaning; `<fn>` stands for each reward function's name.
+and a meaning; `<fn>` stands for each reward function's name, `<name>` for each name a reward
+logged with `log_metric`.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ class Table:
     processes: int
     eval: bool
     rows: tuple[Metric, ...]
+    cuda: bool = False  # only on a CUDA device
 
 
 TABLES: dict[str, Table] = {
@@ -44,6 +46,8 @@ TABLES: dict[str, Table] = {
                'fraction', 'completions this function did not score (None, or it raised)'),
         Metric(('rewards/<fn>/errors',),
                'count', 'completions on which this function raised or returned a bad value'),
+        Metric(('rewards/log/<name>',),
+               '', "a figure a reward function logged with TRL's `log_metric(name, value)`: the mean of the step's calls (written only by runs whose rewards log it)"),
         Metric(('advantage/mean', 'advantage/std', 'advantage/min', 'advantage/max'),
                'std units', 'group advantages A_i over all completions (zeros included)'),
         Metric(('groups/frac_zero_std',),
@@ -101,6 +105,12 @@ TABLES: dict[str, Table] = {
         Metric(('time/update_s_max', 'time/update_s_mean'),
                's', '`time/update_s` of the slowest process, and its mean over processes'),
     )),
+    'gpu': Table('runs on a CUDA device', algos=("grpo", "ppo"), processes=1, eval=False, cuda=True, rows=(
+        Metric(('perf/mfu',),
+               'fraction', "model FLOPs utilisation: (2 N x tokens sampled + 6 N x tokens trained, every pass) / the seconds from the previous step's row to this one / the device's peak (N: the policy's parameters; the reference and pi_old forwards are left out, so it is a lower bound; peak from `GRPO_LAB_PEAK_TFLOPS` or the device's dense bf16 figure, NaN when unknown)"),
+        Metric(('perf/gpu_memory_gb',),
+               'GB', "peak CUDA memory allocated by this process during the step (torch.cuda.max_memory_allocated)"),
+    )),
     'grpo': Table('every GRPO run (neutral values when the variant is off)', algos=("grpo",), processes=1, eval=False, rows=(
         Metric(('groups/kept',),
                'count', 'groups trained on this step: `prompts_per_step`, or fewer when dynamic sampling hit its bound'),
@@ -152,15 +162,28 @@ TABLES: dict[str, Table] = {
 }
 
 
-def names(algo: str, rewards: list[str], processes: int = 1, evaluated: bool = False) -> set[str]:
+def names(algo: str, rewards: list[str], processes: int = 1, evaluated: bool = False, cuda: bool = False,
+          logged: tuple[str, ...] = ()) -> set[str]:
     """The metric columns a run of `algo` with reward functions `rewards` on `processes` processes
-    writes (`evaluated`: with eval/* columns, eval_every > 0)."""
+    writes (`evaluated`: with eval/* columns, eval_every > 0; `cuda`: on a CUDA device; `logged`:
+    the names its rewards pass to log_metric)."""
     out: set[str] = set()
     for table in TABLES.values():
-        if algo in table.algos and processes >= table.processes and (evaluated or not table.eval):
+        if (algo in table.algos and processes >= table.processes and (evaluated or not table.eval)
+                and (cuda or not table.cuda)):
             for name in (n for row in table.rows for n in row.names):
-                out.update({name.replace("<fn>", fn) for fn in rewards} if "<fn>" in name else {name})
+                for pattern, values in (("<fn>", rewards), ("<name>", logged)):
+                    if pattern in name:
+                        out.update(name.replace(pattern, v) for v in values)
+                        break
+                else:
+                    out.add(name)
     return out
+
+
+def reward_logged(column: str) -> bool:
+    """Whether a scalars column is a reward's log_metric figure (`rewards/log/<name>`)."""
+    return column.startswith("rewards/log/")
 
 
 def _names_cell(names: tuple[str, ...]) -> str:

@@ -21,7 +21,7 @@ import duckdb
 import pandas as pd
 import pyarrow.parquet as pq
 
-from grpo_lab.rundir.reader import part_identity, table_parts
+from grpo_lab.rundir.reader import open_regular, part_identity, table_parts
 
 _local = threading.local()
 _schemas: dict[tuple, list[str] | str] = {}  # part identity -> column names, or a problem line
@@ -48,7 +48,8 @@ def usable_parts(run_dir: Path, table: str) -> tuple[list[Path], list[str], tupl
             continue
         if ident not in _schemas:
             try:
-                _schemas[ident] = pq.read_schema(path).names
+                with open_regular(path, run_dir) as fh:  # never a FIFO: pq would wait on it for good
+                    _schemas[ident] = pq.read_schema(fh).names
             except Exception as exc:  # noqa: BLE001 - any unreadable part is reported, not raised
                 _schemas[ident] = f"{table}/{path.name} could not be read and was skipped ({type(exc).__name__})"
         names = _schemas[ident]

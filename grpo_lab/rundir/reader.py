@@ -3,11 +3,16 @@
 The trainer is the only writer (docs/run-directory.md); a reader must cope with a run that is
 being written, was killed half-way, or was damaged on disk. Nothing here raises on a bad run:
 each reader returns what it could read plus `problems`, one line a person can act on.
+
+A runs folder may also come from someone else, so a reader opens only regular files whose real
+location is inside the run (open_regular): a train.log symlinked to /etc/shadow is not shown, and
+a FIFO or device where a part or a log should be is skipped instead of blocking a server thread.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +43,41 @@ def run_path(runs_dir: str | Path, name: str) -> Path:
     if path.resolve().parent != root:
         raise RunNameError(f"run {name!r} points outside the runs folder {root}")
     return path
+
+
+class UnsafeFileError(OSError):
+    """A file a reader will not open: not a regular file, or a symlink that leads out of its run."""
+
+
+def open_regular(path: str | Path, within: str | Path | None = None):
+    """`path` opened for binary reading, when it is a regular file whose real location lies inside
+    `within` (default: its own folder). Raises UnsafeFileError, with one line naming the file,
+    otherwise; FileNotFoundError when it is missing. Never blocks: a FIFO is opened non-blocking,
+    then refused."""
+    path = Path(path)
+    root = Path(within if within is not None else path.parent).resolve()
+    real = path.resolve()
+    if not real.is_relative_to(root):
+        raise UnsafeFileError(f"{path.name} leads outside {root.name}/ (a symlink?), so it is not read")
+    fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)  # NOFOLLOW: a link swapped in since resolve()
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UnsafeFileError(f"{path.name} is not a regular file (a FIFO or a device?), so it is not read")
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def unsafe_file(path: str | Path, within: str | Path | None = None) -> str | None:
+    """The one line open_regular would refuse `path` with; None when it is fine or missing."""
+    try:
+        open_regular(path, within).close()
+    except UnsafeFileError as exc:
+        return str(exc)
+    except OSError:
+        return None
+    return None
 
 
 # --- runs -------------------------------------------------------------------------------------
@@ -112,6 +152,7 @@ def read_run(runs_dir: str | Path, name: str) -> RunInfo:
         return RunInfo(name, path, None, None, [f"no run directory {path}"])
     status = read_status(paths.status)
     config = read_json(paths.config)
+    problems += [line for f in (paths.log, paths.status, paths.config) if (line := unsafe_file(f, path))]
     if status is None:
         problems.append("status.json is missing or unreadable: the run may still be starting, or never started")
     if config is None:
@@ -142,18 +183,30 @@ def list_runs(runs_dir: str | Path) -> list[RunInfo]:
     return runs
 
 
-def tail(path: Path, lines: int = 40, max_bytes: int = 64_000) -> str:
-    """The last `lines` lines of a text file ('' when missing), reading at most max_bytes."""
+LOG_TAIL_BYTES = 64_000  # a log shown on a page: only its end is read, however large the file
+
+
+def tail_checked(path: Path, lines: int = 40, max_bytes: int = LOG_TAIL_BYTES,
+                 within: Path | None = None) -> tuple[str, str | None]:
+    """(the last `lines` lines of a text file, reading at most max_bytes; a problem line or None).
+    Missing: ('', None). Not a regular file inside `within` (default: its folder): ('', why)."""
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path, within) as fh:
             fh.seek(0, os.SEEK_END)
             size = fh.tell()
             fh.seek(max(0, size - max_bytes))
-            data = fh.read()
+            data = fh.read(max_bytes)
+    except UnsafeFileError as exc:
+        return "", str(exc)
     except OSError:
-        return ""
+        return "", None
     text = data.decode("utf-8", errors="replace").replace("\r", "\n")
-    return "\n".join(text.splitlines()[-lines:])
+    return "\n".join(text.splitlines()[-lines:]), None
+
+
+def tail(path: Path, lines: int = 40, max_bytes: int = LOG_TAIL_BYTES) -> str:
+    """tail_checked's text alone ('' when missing or refused: read_run reports why)."""
+    return tail_checked(path, lines, max_bytes)[0]
 
 
 # --- tables -----------------------------------------------------------------------------------
@@ -173,17 +226,23 @@ def table_parts(run_dir: Path, table: str) -> tuple[list[Path], list[str]]:
     folder = RunPaths(Path(run_dir)).table(table)
     if not folder.is_dir():
         return [], [f"table {table!r} is missing (tables/{table}/ does not exist yet)"]
-    parts = visible_parts(folder)
-    if not parts:
+    parts, problems = [], []
+    for part in visible_parts(folder):
+        if (line := unsafe_file(part, run_dir)) is not None:
+            problems.append(f"{table}/{line}; skipped")
+        else:
+            parts.append(part)
+    if not parts and not problems:
         return [], [f"table {table!r} has no data yet"]
-    return parts, []
+    return parts, problems
 
 
 def read_part(path: Path, columns: list[str] | None = None) -> pa.Table:
-    if columns is None:
-        return pq.read_table(path)
-    names = pq.read_schema(path).names
-    return pq.read_table(path, columns=[c for c in columns if c in names])
+    """One part file, opened with open_regular (checked again here: it may have been swapped)."""
+    with open_regular(path) as fh:
+        part = pq.ParquetFile(fh)
+        names = part.schema_arrow.names
+        return part.read(columns=None if columns is None else [c for c in columns if c in names])
 
 
 @dataclass

@@ -7,9 +7,10 @@
 
 What it writes (docs/trl-and-verl.md): config.json (TRL's options, those that map to ours under our
 names), status.json, tables/scalars (TRL's metrics under our names where they mean the same, the
-rest under `trl/`), and tables/samples: every completion with its prompt, rewards per function and
-TRL's own advantage. TRL exposes no per-token figures, so there are no ratio histograms and no
-token detail; config.json and status.json say `source: "trl"` so the dashboard can tell.
+rest under `trl/`), and tables/samples: every completion with its prompt, rewards per function,
+what rewards logged with `log_extra` (`extra/<name>`) and TRL's own advantage. TRL exposes no
+per-token figures, so there are no ratio histograms and no token detail; config.json and
+status.json say `source: "trl"` so the dashboard can tell.
 
 Why it reads the trainer's internals: a TrainerCallback gets the arguments, the state and the
 model, never the trainer. TRL keeps the completions of its latest generation batch, with their
@@ -64,6 +65,7 @@ class RunDirCallback(TrainerCallback):
         self.pending_step = self.written_step = 0
         self.seen_batch: int | None = None  # id() of the last generation batch taken
         self.groups_at: dict[int, int] = {}  # step -> groups written so far
+        self.extra_kinds: dict[str, str] = {}  # log_extra column -> number or text (importers/samples.py)
 
     # --- finding the trainer -------------------------------------------------------------------
 
@@ -181,11 +183,15 @@ class RunDirCallback(TrainerCallback):
         first = self.groups_at.get(step, 0)
         group, sample_idx = samples.blocks(n, group_size, first)
         self.groups_at[step] = first + n // group_size
+        # log_extra columns as extra/<name>; a column not logged for every row of the log is left out
+        # (its values would not line up with the completions)
+        extra = {c: tail(v) for c, v in (logs.get("extra") or {}).items() if len(v) == len(logs["prompt"])}
         self.writer.log("samples", samples.columns(
             step=step, group=group, sample_idx=sample_idx,
             prompt=[samples.text(p) for p in tail(logs["prompt"])],
             completion=[samples.text(c) for c in tail(logs["completion"])],
-            reward=samples.weighted_total(per_fn, weights), advantage=tail(logs["advantages"]), per_fn=per_fn))
+            reward=samples.weighted_total(per_fn, weights), advantage=tail(logs["advantages"]), per_fn=per_fn,
+            extra=samples.extra_columns(extra, self.extra_kinds)))
 
     def _end(self, state: str, error: str | None = None) -> None:
         if self.writer is None or self.status is None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import difflib
 import json
 import math
 import os
@@ -20,7 +21,8 @@ from typing import Any, get_args, get_type_hints
 import yaml
 
 from grpo_lab.rundir.layout import RUNS_DIR_ENV, SOURCES_KEY, default_runs_dir, valid_run_name
-from grpo_lab.trainer.objective import IMPORTANCE_LEVELS, KL_ESTIMATORS, LOSS_AGGREGATIONS, STD_MODES
+from grpo_lab.objective.options import (DEFAULT_EPSILON, IMPORTANCE_LEVELS, KL_ESTIMATORS, LOSS_AGGREGATIONS,
+                                        STD_MODES, LossSettings, clip_range)
 
 BUILTIN_MODELS = ("tiny",)
 # Sizes that cannot fit any machine this trainer runs on are refused up front, not after an hour.
@@ -144,7 +146,7 @@ class Config:
     temperature: float = _opt(1.0, "Sampling temperature; 1.0 samples the policy itself.",
                               bounds=Bounds(0.01, 100))
     # --- objective ---
-    epsilon: float = _opt(0.2, "Clip range: ratios outside [1-epsilon, 1+epsilon] stop the gradient.",
+    epsilon: float = _opt(DEFAULT_EPSILON, "Clip range: ratios outside [1-epsilon, 1+epsilon] stop the gradient.",
                           bounds=Bounds(0, 10, low_open=True))
     epsilon_high: float | None = _opt(None, "Separate upper clip (1+epsilon_high), as DAPO; default: epsilon.",
                                       bounds=Bounds(0, 10, low_open=True))
@@ -265,9 +267,16 @@ class Config:
         return Path(self.runs_dir) / self.name
 
     @property
-    def epsilon_upper(self) -> float:
-        """The upper clip range: epsilon_high when set (clip-higher), else epsilon."""
-        return self.epsilon if self.epsilon_high is None else self.epsilon_high
+    def loss_settings(self) -> LossSettings:
+        """The objective's settings, as grpo_loss takes them."""
+        return LossSettings(epsilon=self.epsilon, epsilon_high=self.epsilon_high, beta=self.beta,
+                            aggregation=self.loss_aggregation, max_len=self.max_new_tokens,
+                            importance_level=self.importance_level, entropy_coef=self.entropy_coef)
+
+    @property
+    def clip_range(self) -> tuple[float, float]:
+        """(1 - epsilon, 1 + epsilon_high), epsilon_high defaulting to epsilon (objective.options)."""
+        return clip_range(self.epsilon, self.epsilon_high)
 
     def to_dict(self) -> dict[str, Any]:
         """Every option's effective value (config.json adds SOURCES_KEY: see run_record)."""
@@ -329,17 +338,38 @@ def _coerce(name: str, hint: Any, value: Any) -> Any:
         raise ConfigError(f"{name}: must be {kind}, got {value!r}") from None
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """Usage errors as one line naming the option (like validation errors), not a usage dump."""
+
+    def error(self, message: str):  # noqa: D102 - argparse's hook
+        flags = [a for action in self._actions for a in action.option_strings]
+        hint = ""
+        if "unrecognized arguments:" in message:
+            words = message.split(":", 1)[1].split()
+            close = difflib.get_close_matches(words[0].split("=")[0], flags, n=1, cutoff=0.75) if words else []
+            hint = f"; did you mean {close[0]}?" if close else ""
+        raise ConfigError(f"{message}{hint} (see --help)")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _OneLineParser(
         prog="python -m grpo_lab.trainer",
         description="Train a causal LM with GRPO (or PPO) and log every step to a run directory.",
+        allow_abbrev=False,  # a prefix that means one option today could mean another tomorrow
     )
     parser.add_argument("--config", help="YAML or JSON file of options; command-line flags override it.")
+    hints = get_type_hints(Config)
     for f in dataclasses.fields(Config):
         flag = "--" + f.name.replace("_", "-")
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
-        if f.name == "resume":
-            parser.add_argument(flag, action="store_const", const=True, default=None, help=f.metadata["help"])
+        if hints[f.name] is bool:
+            # as TRL's and transformers' parsers: the flag alone means true, --no-X false; a value
+            # (true/false, as the dashboard and older scripts pass) is still accepted
+            parser.add_argument(flag, dest=f.name, nargs="?", const="true", default=None, metavar="true|false",
+                                help=f"{f.metadata['help']} (default: {str(default).lower()})")
+            if f.name != "resume":
+                parser.add_argument("--no-" + flag[2:], dest=f.name, action="store_const", const="false",
+                                    help=argparse.SUPPRESS)
             continue
         if f.metadata.get("by_model"):
             shown = ", ".join(f"{MODEL_DEFAULTS[k][f.name]:g} for {'the built-in' if k == 'builtin' else 'a pretrained'} "

@@ -2,8 +2,9 @@
 directories and hub datasets, turned into task rows with a column mapping and checked row by row.
 
 Every row becomes {prompt_id, prompt, answer?, tests?, system?, ...}: `columns` maps each field to
-the dataset's column (default: the same name). `prompt` is required; a field mapped explicitly
-must exist; other default fields are taken when present. Bad data is a ConfigError naming the
+the dataset's column (default: the same name; a mapped column is renamed). `prompt` is required; a
+field mapped explicitly must exist. Every other column passes through under its own name, so the
+rewards get each column of the row, as TRL gives them. Bad data is a ConfigError naming the
 file, the row (1-based, header not counted) and the column, raised before the run directory exists.
 """
 
@@ -13,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from grpo_lab.trainer.config import DATA_FIELDS, ConfigError
+from grpo_lab.trainer.config import ConfigError
 from grpo_lab.trainer.hub import hub_reachable, looks_local
 
 FILE_FORMATS = {".jsonl": "json", ".json": "json", ".csv": "csv", ".parquet": "parquet"}
@@ -109,12 +110,14 @@ def _parse_failure(path: Path, fmt: str, exc: Exception) -> str:
 
 def _rows(dataset, where: str, columns: dict[str, str], option: str) -> list[dict[str, Any]]:
     have = list(dataset.column_names)
-    mapping = {name: name for name in DATA_FIELDS if name in have}
     for field, column in columns.items():
         if column not in have:
             raise ConfigError(f"{option}: {where} has no column {column!r} (mapped to {field}); its columns: "
                               f"{', '.join(have) or '(none)'}")
-        mapping[field] = column
+    # every column reaches the rewards, as in TRL (`solution` needs no mapping); a mapped one under its field's name
+    renamed = set(columns.values())
+    mapping = {name: name for name in have if name not in renamed or name in columns}
+    mapping.update(columns)
     if "prompt" not in mapping:
         raise ConfigError(f"{option}: {where} has no column 'prompt'; its columns: {', '.join(have) or '(none)'}; "
                           "map one with --columns prompt=NAME")

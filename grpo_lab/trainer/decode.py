@@ -14,8 +14,9 @@ the model's generation config, so the ratio's denominator pi_old is the distribu
 from __future__ import annotations
 
 import types
-from contextlib import contextmanager
 from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
@@ -23,6 +24,17 @@ import torch.distributed as dist
 # Up to this many rows, a CPU linear layer of at least BIG_LAYER weights computes (W @ x.T).T instead of x @ W.T.
 FEW_ROWS = 16
 BIG_LAYER = 1 << 16
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """How completions are drawn: the options that travel together from the config to the loop."""
+
+    copies: int  # completions per prompt (G; 1 for evaluation)
+    max_new_tokens: int
+    temperature: float = 1.0
+    greedy: bool = False  # the most likely token each time (evaluation), instead of sampling at `temperature`
+    synced: bool = False  # the weights are sharded over processes (FSDP): every row decodes until all are done
 
 
 def position_ids(attention_mask: torch.Tensor) -> torch.Tensor:
@@ -76,14 +88,16 @@ def few_row_linears(model: torch.nn.Module, on: bool = True) -> Iterator[None]:
 
 
 @torch.no_grad()
-def decode(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, copies: int, max_new_tokens: int,
-           temperature: float, eos_id: int, pad_id: int, greedy: bool = False, synced: bool = False) -> torch.Tensor:
+def decode(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, how: Sampling, eos_id: int,
+           pad_id: int) -> torch.Tensor:
     """Completion tokens (N * copies, T) for N left-padded prompts (N, P): prompt i's copies are rows
     i*copies .. i*copies+copies-1; pad_id after a row's EOS; T the longest completion (<= max_new_tokens).
 
-    greedy: the most likely token (evaluation). synced: several processes share the weights (FSDP)
-    and must run the same forwards: every row decodes until every process is done.
+    With `how.synced` several processes share the weights (FSDP) and must run the same forwards:
+    every row decodes until every process is done.
     """
+    copies, max_new_tokens, temperature, greedy, synced = (how.copies, how.max_new_tokens, how.temperature,
+                                                           how.greedy, how.synced)
     # FSDP swaps the weights in and out around each forward: left alone
     with few_row_linears(model, on=input_ids.device.type == "cpu" and not synced):
         out = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids(attention_mask),

@@ -47,7 +47,6 @@ import torch.distributed as dist
 from grpo_lab.rundir.layout import read_json
 from grpo_lab.trainer import checkpoint
 from grpo_lab.trainer.config import Config, ConfigError, launched_world_size
-from grpo_lab.trainer.objective import GroupAdvantages, group_advantages
 from grpo_lab.trainer.records import LastPass, TokenStats
 from grpo_lab.trainer.scoring import concat_batches
 
@@ -93,30 +92,6 @@ class Dist:
         n = len(rows) // self.world_size
         return rows[self.rank * n:(self.rank + 1) * n]
 
-    def group_advantages(self, rewards: torch.Tensor, std_mode: str) -> GroupAdvantages:
-        """objective.group_advantages of this rank's groups (N, G), as computed over the global batch:
-        the same numbers locally, except std_mode batch, whose std is over every rank's rewards."""
-        if not self.active or std_mode != "batch":
-            return group_advantages(rewards, std_mode)
-        every = self._all_gather_tensor(rewards)
-        whole = group_advantages(every, std_mode)
-        rows = slice(self.rank * rewards.shape[0], (self.rank + 1) * rewards.shape[0])
-        return GroupAdvantages(whole.advantages[rows], whole.mean[rows], whole.std[rows], whole.zero_std[rows])
-
-    def loss_scale(self, loss_mask: torch.Tensor, aggregation: str) -> float:
-        """The factor on this rank's loss that makes the ranks' gradient average the gradient of the
-        global batch's loss: world_size * local denominator / global denominator (1 on one process)."""
-        if not self.active:
-            return 1.0
-        if aggregation == "sequence":  # responses with at least one token in the loss
-            local = float((loss_mask.sum(dim=1) > 0).sum())
-        elif aggregation == "token":
-            local = float(loss_mask.sum())
-        else:  # constant: responses x max_new_tokens, the same on every rank
-            local = float(loss_mask.shape[0])
-        total = self._all_reduce([local], dist.ReduceOp.SUM)[0]
-        return self.world_size * local / total if total > 0 else 0.0
-
     def seed_step(self, seed: int, step: int) -> None:
         """Several processes: reseed this rank for step `step` (sampling, minibatch shuffles)."""
         if not self.active:
@@ -133,7 +108,7 @@ class Dist:
         """Each flag, true when it is true on any rank (one all-reduce for all of them)."""
         if not self.active:
             return tuple(bool(f) for f in flags)
-        return tuple(v > 0 for v in self._all_reduce([float(bool(f)) for f in flags], dist.ReduceOp.MAX))
+        return tuple(v > 0 for v in self.all_reduce([float(bool(f)) for f in flags], dist.ReduceOp.MAX))
 
     @contextmanager
     def agreed(self) -> Iterator[None]:
@@ -250,12 +225,14 @@ class Dist:
 
     # --- collectives on small lists --------------------------------------------------------------
 
-    def _all_reduce(self, values: list[float], op) -> list[float]:
+    def all_reduce(self, values: list[float], op) -> list[float]:
+        """`values` reduced over every process with `op` (a torch.distributed.ReduceOp)."""
         t = torch.tensor(values, dtype=torch.float64, device=self._comm_device())
         dist.all_reduce(t, op=op)
         return t.tolist()
 
-    def _all_gather_tensor(self, t: torch.Tensor) -> torch.Tensor:
+    def all_gather_tensor(self, t: torch.Tensor) -> torch.Tensor:
+        """Every process's `t`, concatenated along dim 0 in rank order."""
         local = t.to(self._comm_device())
         out = [torch.empty_like(local) for _ in range(self.world_size)]
         dist.all_gather(out, local)

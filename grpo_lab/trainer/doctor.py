@@ -68,9 +68,9 @@ class Doctor:
                     "model; try 1e-5 (the SmolLM2 recipe uses 2e-5)")
         return "lower the learning rate (lr), or raise beta to hold the policy near the reference"
 
-    def _conditions(self, m: dict[str, float]) -> list[tuple[str, str, str, str]]:
+    def _conditions(self, m: dict[str, float], notes: dict[str, str]) -> list[tuple[str, str, str, str]]:
         """(kind, severity, message, suggestion) for every condition that holds at this step."""
-        out = []
+        out = reward_failures(m, notes)
         bad = [k for k in WATCHED if k in m and not math.isfinite(m[k])]
         if bad:
             out.append(("non_finite", "critical", f"{', '.join(bad)} not finite (NaN or inf)",
@@ -118,9 +118,10 @@ class Doctor:
                         "lower lr; a repetition reward can help"))
         return out
 
-    def check(self, step: int, metrics: dict[str, float]) -> list[Finding]:
+    def check(self, step: int, metrics: dict[str, float], reward_notes: dict[str, str] | None = None) -> list[Finding]:
+        """reward_notes: each reward's first failure message of this step (trainer/scoring.py)."""
         self.history.append(metrics)
-        now = self._conditions(metrics)
+        now = self._conditions(metrics, reward_notes or {})
         found = [Finding(step, kind, severity, message, suggestion)
                  for kind, severity, message, suggestion in now if kind not in self.active]
         self.active = {kind for kind, *_ in now}
@@ -128,6 +129,38 @@ class Doctor:
         if step == 1 and self.pretrained and self.lr > HIGH_LR_PRETRAINED:
             found.append(Finding(step, "high_lr", "info", f"lr {self.lr:g} for a pretrained model", self._lr_hint()))
         return found
+
+
+def reward_failures(m: dict[str, float], notes: dict[str, str]) -> list[tuple[str, str, str, str]]:
+    """A run whose reward cannot be computed trains on nothing: critical at once.
+
+    reward_failed: a reward scored no completion of the step and failed on some (raised, or
+    returned no usable score); the first failure's message, and when its signature did not take
+    the call, the fix. reward_unscored: no reward scored any completion (reward/mean NaN)."""
+    out = []
+    failed = [key[len("rewards/"):-len("/none_frac")] for key in m
+              if key.startswith("rewards/") and key.endswith("/none_frac") and not key.startswith("rewards/log/")]
+    failed = [fn for fn in failed if m[f"rewards/{fn}/none_frac"] == 1 and m.get(f"rewards/{fn}/errors", 0) > 0]
+    if failed:
+        fn = failed[0]
+        note = notes.get(fn, "")
+        others = f" (and {len(failed) - 1} more reward(s): {', '.join(failed[1:])})" if len(failed) > 1 else ""
+        message = (f"reward {fn!r} failed on every completion ({m[f'rewards/{fn}/errors']:.0f} failures){others}"
+                   + (f"; first: {note}" if note else ""))
+        if "; takes " in note:  # combine.call_problem: "<error>: called with a, b; takes (c, d)"
+            fix = "called with " + note.rsplit("called with ", 1)[-1]
+            suggestion = (f"{fix}: give the function TRL's keyword names (prompts, completions, completion_ids, "
+                          "the dataset's columns) and **kwargs for the rest")
+        else:
+            suggestion = ("run the reward on one completion of the Groups page; train.log has each failure. A TRL "
+                          "reward reads dataset columns by name (e.g. solution): the task must have them")
+        out.append(("reward_failed", "critical", message, suggestion))
+    mean = m.get("reward/mean", 0.0)
+    if isinstance(mean, float) and math.isnan(mean):
+        out.append(("reward_unscored", "critical", "no completion of the step was scored (reward/mean NaN): the "
+                    "update had no learning signal", "a reward that fails or returns None for every completion; "
+                    "see the reward's errors in train.log and its column on the Groups page"))
+    return out
 
 
 def stops(finding: Finding, stop_on: str) -> bool:

@@ -14,8 +14,9 @@ import time
 import torch
 
 from grpo_lab import rewards
+from grpo_lab.trainer.decode import Sampling
 from grpo_lab.trainer.rollout import sample
-from grpo_lab.trainer.scoring import score_completions
+from grpo_lab.trainer.scoring import completion_id_lists, score_completions
 
 ACCURACY_REWARD = "correctness"
 
@@ -47,19 +48,20 @@ def evaluate(c) -> dict[str, float]:
     start = time.perf_counter()
     rows = eval_rows(c.eval_task, cfg.eval_prompts)
     chunk = cfg.prompts_per_step * cfg.group_size  # never a larger generation batch than training uses
-    completions, lengths, truncated = [], [], []
+    completions, ids, lengths, truncated = [], [], [], []
     for i in range(0, len(rows), chunk):
         part = rows[i:i + chunk]
-        out = sample(c.policy, c.tokenizer, [r["prompt"] for r in part], 1, cfg.max_new_tokens,
-                     cfg.temperature, c.device, greedy=True, synced=c.dist.sharded)
+        how = Sampling(copies=1, max_new_tokens=cfg.max_new_tokens, greedy=True, synced=c.dist.sharded)
+        out = sample(c.policy, c.tokenizer, [r["prompt"] for r in part], how, c.device)
         completions += out.completions
+        ids += completion_id_lists(out)
         lengths += out.lengths.tolist()
         truncated += out.truncated.tolist()
-    scores = score_completions(c, rows, completions, 1, "eval: ")
+    scores = score_completions(c, rows, completions, 1, "eval: ", completion_ids=ids, step=c.step)
     accuracy = scores.per_reward.get(ACCURACY_REWARD)
     if accuracy is None and "answer" in rows[0]:  # not trained on it: still the answer check
-        accuracy = score_completions(c, rows, completions, 1, "eval: ",
-                                     {ACCURACY_REWARD: (_accuracy_reward(), 1.0)}).per_reward[ACCURACY_REWARD]
+        accuracy = score_completions(c, rows, completions, 1, "eval: ", {ACCURACY_REWARD: (_accuracy_reward(), 1.0)},
+                                     completion_ids=ids, step=c.step).per_reward[ACCURACY_REWARD]
     metrics = {
         "eval/reward_mean": _mean(scores.total),
         "eval/accuracy": _mean(accuracy) if accuracy is not None else math.nan,

@@ -14,8 +14,10 @@ from __future__ import annotations
 import time
 
 import torch
+import torch.distributed as dist
 
-from grpo_lab.trainer.objective import grpo_loss, masked_mean
+from grpo_lab.trainer.distributed import Dist
+from grpo_lab.trainer.objective import GroupAdvantages, group_advantages, grpo_loss, masked_mean
 from grpo_lab.trainer.records import LastPass, TokenStats, log_step_tables, step_scalars
 from grpo_lab.trainer.rollout import token_logprobs
 from grpo_lab.trainer.scoring import collect_batch, collect_with_signal, minibatch_indices
@@ -36,7 +38,7 @@ def grpo_step(c: Components, step: int) -> dict[str, float]:
         batch = sampled = collect_batch(c, step, policy_logprobs=not reuse_first_pass)
         dynamic, rounds = None, 1
     # A_i = (r_i - mean) / std; several processes: std_mode batch takes the std of the whole step
-    groups = c.dist.group_advantages(batch.totals.view(-1, cfg.group_size), cfg.std_mode)
+    groups = global_group_advantages(c.dist, batch.totals.view(-1, batch.group_size), cfg.std_mode)
     advantages = groups.advantages.flatten().to(c.device)
     truncated = batch.rollout.truncated if cfg.mask_truncated else None
 
@@ -54,13 +56,10 @@ def grpo_step(c: Components, step: int) -> dict[str, float]:
                 out = grpo_loss(
                     logp=logp, old_logp=batch.old_logp[idx],
                     ref_logp=None if batch.ref_logp is None else batch.ref_logp[idx],
-                    advantages=advantages[idx], mask=batch.mask[idx], eps_low=cfg.epsilon,
-                    eps_high=cfg.epsilon_upper, beta=cfg.beta, aggregation=cfg.loss_aggregation,
-                    max_len=cfg.max_new_tokens, importance_level=cfg.importance_level,
-                    truncated=None if truncated is None else truncated[idx], entropy=entropy,
-                    entropy_coef=cfg.entropy_coef)
+                    advantages=advantages[idx], mask=batch.mask[idx], settings=cfg.loss_settings,
+                    truncated=None if truncated is None else truncated[idx], entropy=entropy)
                 # several processes: the gradient average across them is the whole batch's gradient
-                scale = c.dist.loss_scale(out.loss_mask, cfg.loss_aggregation)  # 1 on one process
+                scale = loss_scale(c.dist, out.loss_mask, cfg.loss_aggregation)  # 1 on one process
                 c.optimizer.zero_grad(set_to_none=True)
                 (out.loss * scale).backward()
                 grad_norms.append(float(torch.nn.utils.clip_grad_norm_(
@@ -78,7 +77,7 @@ def grpo_step(c: Components, step: int) -> dict[str, float]:
         logged_adv, frac_zero_std = groups.advantages.flatten(), groups.zero_std.float().mean().item()
     else:
         n_dropped = len(dynamic.dropped.rows)
-        logged_adv = torch.cat([groups.advantages.flatten(), torch.zeros(n_dropped * cfg.group_size)])
+        logged_adv = torch.cat([groups.advantages.flatten(), torch.zeros(n_dropped * batch.group_size)])
         frac_zero_std = n_dropped / (len(batch.rows) + n_dropped)  # every kept group has a spread
     metrics = step_scalars(c, sampled, stats, advantages=logged_adv, frac_zero_std=frac_zero_std,
                            policy_losses=policy_losses, losses=losses, grad_norms=grad_norms, start=start)
@@ -94,3 +93,32 @@ def grpo_step(c: Components, step: int) -> dict[str, float]:
                     per_token={"advantage": advantages[:, None].expand_as(batch.old_logp)},
                     dropped=dynamic.dropped if dynamic else None)
     return metrics
+
+
+# --- several processes: each holds a share of the step's groups; these make the share's numbers the
+# global batch's (on one process they are the plain computation) ---
+
+
+def global_group_advantages(d: Dist, rewards: torch.Tensor, std_mode: str) -> GroupAdvantages:
+    """objective.group_advantages of this process's groups (N, G), as computed over the global batch:
+    the same numbers locally, except std_mode batch, whose std is over every process's rewards."""
+    if not d.active or std_mode != "batch":
+        return group_advantages(rewards, std_mode)
+    whole = group_advantages(d.all_gather_tensor(rewards), std_mode)
+    rows = slice(d.rank * rewards.shape[0], (d.rank + 1) * rewards.shape[0])
+    return GroupAdvantages(whole.advantages[rows], whole.mean[rows], whole.std[rows], whole.zero_std[rows])
+
+
+def loss_scale(d: Dist, loss_mask: torch.Tensor, aggregation: str) -> float:
+    """The factor on this process's loss that makes the processes' gradient average the gradient of
+    the global batch's loss: world_size * local denominator / global denominator (1 on one process)."""
+    if not d.active:
+        return 1.0
+    if aggregation == "sequence":  # responses with at least one token in the loss
+        local = float((loss_mask.sum(dim=1) > 0).sum())
+    elif aggregation == "token":
+        local = float(loss_mask.sum())
+    else:  # constant: responses x max_new_tokens, the same on every process
+        local = float(loss_mask.shape[0])
+    total = d.all_reduce([local], dist.ReduceOp.SUM)[0]
+    return d.world_size * local / total if total > 0 else 0.0

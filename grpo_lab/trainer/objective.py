@@ -18,10 +18,8 @@ from dataclasses import dataclass
 
 import torch
 
-STD_MODES = ("group", "sample", "batch", "none")
-LOSS_AGGREGATIONS = ("sequence", "token", "constant")
-IMPORTANCE_LEVELS = ("token", "sequence")
-KL_ESTIMATORS = ("k1", "k3")
+from grpo_lab.objective.options import (  # noqa: F401 - the modes, re-exported for the trainer
+    IMPORTANCE_LEVELS, KL_ESTIMATORS, LOSS_AGGREGATIONS, STD_FORMULAS, STD_MODES, LossSettings, clip_range)
 
 # A group whose reward spread is below this is treated as "all equal": no learning signal.
 ZERO_STD_TOL = 1e-6
@@ -139,14 +137,14 @@ def clipped_surrogate(
     >>> clipped_surrogate(torch.tensor(0.6 / 0.4), torch.tensor(1.0), 0.2).objective
     tensor(1.2000)
     """
-    eps_high = eps_low if eps_high is None else eps_high
+    low, high = clip_range(eps_low, eps_high)
     ratio, advantages = torch.broadcast_tensors(ratio, torch.as_tensor(advantages, dtype=ratio.dtype))
-    clipped_ratio = torch.clamp(ratio, 1.0 - eps_low, 1.0 + eps_high)
+    clipped_ratio = torch.clamp(ratio, low, high)
     return Surrogate(
         objective=torch.minimum(ratio * advantages, clipped_ratio * advantages),
         clipped_ratio=clipped_ratio,
-        clipped_low=(advantages < 0) & (ratio < 1.0 - eps_low),
-        clipped_high=(advantages > 0) & (ratio > 1.0 + eps_high),
+        clipped_low=(advantages < 0) & (ratio < low),
+        clipped_high=(advantages > 0) & (ratio > high),
     )
 
 
@@ -263,38 +261,40 @@ def grpo_loss(
     ref_logp: torch.Tensor | None,
     advantages: torch.Tensor,
     mask: torch.Tensor,
-    eps_low: float,
-    eps_high: float | None = None,
-    beta: float = 0.0,
-    aggregation: str = "sequence",
+    settings: LossSettings = LossSettings(),
     *,
-    max_len: int | None = None,
-    importance_level: str = "token",
     truncated: torch.Tensor | None = None,
     entropy: torch.Tensor | None = None,
-    entropy_coef: float = 0.0,
 ) -> GRPOLoss:
     """The chapter's objective, negated for minimisation:
 
     J = 1/G sum_i 1/|o_i| sum_t [ min(r_it A_i, clip(r_it, 1-eps, 1+eps) A_i) - beta KL_it ]
 
-    `advantages` is (B,) one value per response (GRPO) or (B, T) per token (PPO). The keywords
-    are the variants, all off by default: `aggregation` "token" / "constant" (with `max_len`, the
-    longest completion allowed) replaces the 1/G 1/|o_i| averaging; `importance_level="sequence"`
-    uses GSPO's one ratio per response (`sequence_ratio`) in place of r_it; `truncated` (B,) bool
-    leaves those responses out of the loss; `entropy` (B, T) with `entropy_coef` > 0 adds
-    + entropy_coef * H_t to every token's term (a bonus for keeping the policy spread out).
+    `advantages` is (B,) one value per response (GRPO) or (B, T) per token (PPO). `settings` holds
+    the clip range, beta and the variants, all off by default: `aggregation` "token" / "constant"
+    (with `max_len`, the longest completion allowed) replaces the 1/G 1/|o_i| averaging;
+    `importance_level="sequence"` uses GSPO's one ratio per response (`sequence_ratio`) in place
+    of r_it; `entropy_coef` > 0 with `entropy` (B, T) adds + entropy_coef * H_t to every token's
+    term (a bonus for keeping the policy spread out). `truncated` (B,) bool leaves those responses
+    out of the loss.
+
+    The chapter's token: pi_old 0.4, pi_new 0.6, A = 1, epsilon 0.2 gives min(1.5, 1.2) = 1.2:
+
+    >>> import math
+    >>> grpo_loss(torch.tensor([[math.log(0.6)]]), torch.tensor([[math.log(0.4)]]), None, torch.tensor([1.0]),
+    ...           torch.ones(1, 1)).policy_loss
+    tensor(-1.2000)
     """
-    if importance_level not in IMPORTANCE_LEVELS:
-        raise ValueError(f"importance_level: must be one of {IMPORTANCE_LEVELS}, got {importance_level!r}")
-    if importance_level == "sequence":
+    s = settings
+    beta, aggregation, max_len, entropy_coef = s.beta, s.aggregation, s.max_len, s.entropy_coef
+    if s.importance_level == "sequence":
         if advantages.dim() != 1:
             raise ValueError("importance_level 'sequence' needs one advantage per response, (B,)")
         ratio = sequence_ratio(logp, old_logp, mask)[:, None].expand_as(logp)
     else:
         ratio = policy_ratio(logp, old_logp)
     adv = advantages[:, None] if advantages.dim() == 1 else advantages
-    surr = clipped_surrogate(ratio, adv, eps_low, eps_high)
+    surr = clipped_surrogate(ratio, adv, s.epsilon, s.epsilon_high)
     if beta > 0 and ref_logp is not None:
         kl = kl_k3(logp, ref_logp)
     else:

@@ -97,7 +97,7 @@ def ppo_step(c: Components, step: int) -> dict[str, float]:
 
                 # policy loss: the same clipped surrogate as GRPO, with per-token advantages
                 ratio = policy_ratio(logp, old_logp[idx])
-                surr = clipped_surrogate(ratio, advantages[idx], cfg.epsilon, cfg.epsilon_upper)
+                surr = clipped_surrogate(ratio, advantages[idx], cfg.epsilon, cfg.epsilon_high)
                 policy_loss = -aggregate(surr.objective, m, cfg.loss_aggregation)
                 # value loss: regress V on the GAE returns, each update held within value_clip of V_old
                 value_loss, value_clip = clipped_value_loss(values, old_values[idx], returns[idx], m, cfg.value_clip)

@@ -31,7 +31,10 @@ def _stats(prefix: str, values: torch.Tensor) -> dict[str, float]:
 
 
 def reward_scalars(totals: torch.Tensor, per_reward: dict[str, list[float | None]],
-                   errors: dict[str, int], frac_zero_std: float, advantages: torch.Tensor) -> dict[str, float]:
+                   errors: dict[str, int], frac_zero_std: float, advantages: torch.Tensor,
+                   logged: dict[str, list[float]] | None = None) -> dict[str, float]:
+    """reward/*, rewards/<fn>/*, advantage/*, groups/frac_zero_std, and rewards/log/<name>: the
+    mean of what the rewards logged with log_metric this step (TRL averages them the same way)."""
     out = _stats("reward", totals)
     for name, scores in per_reward.items():
         t = torch.tensor([math.nan if s is None else s for s in scores], dtype=torch.float64)
@@ -40,6 +43,8 @@ def reward_scalars(totals: torch.Tensor, per_reward: dict[str, list[float | None
         out[f"rewards/{name}/errors"] = float(errors.get(name, 0))
     out.update(_stats("advantage", advantages))
     out["groups/frac_zero_std"] = frac_zero_std
+    for name, values in (logged or {}).items():
+        out[f"rewards/log/{name}"] = sum(values) / len(values) if values else math.nan
     return out
 
 
@@ -75,7 +80,8 @@ class TokenStats:
             "kl/mean": torch.cat(self.kls).mean().item(),
         }
 
-    def histogram(self, step: int, eps_low: float, eps_high: float) -> dict[str, list]:
+    def histogram(self, step: int, low: float, high: float) -> dict[str, list]:
+        """The step's ratio histogram and its clip range (low, high), as the config gave it."""
         ratios = torch.cat(self.ratios).clamp(RATIO_EDGES[0], RATIO_EDGES[-1] - 1e-6)
         counts = torch.histc(ratios, bins=len(RATIO_EDGES) - 1, min=float(RATIO_EDGES[0]), max=float(RATIO_EDGES[-1]))
         return {
@@ -85,8 +91,8 @@ class TokenStats:
             "tokens": [self.tokens],
             "clipped_low": [self.clipped_low],
             "clipped_high": [self.clipped_high],
-            "clip_low_bound": [1.0 - eps_low],
-            "clip_high_bound": [1.0 + eps_high],
+            "clip_low_bound": [low],
+            "clip_high_bound": [high],
         }
 
 
@@ -125,7 +131,8 @@ def step_scalars(c, batch, stats: TokenStats, *, advantages: torch.Tensor, frac_
         policy_losses, losses, ranks = g["policy_losses"], g["losses"], g["rank_seconds"]
     rollout, mask = batch.rollout, batch.mask
     step_s = time.perf_counter() - start
-    metrics = reward_scalars(batch.totals, batch.scores.per_reward, batch.scores.errors, frac_zero_std, advantages)
+    metrics = reward_scalars(batch.totals, batch.scores.per_reward, batch.scores.errors, frac_zero_std, advantages,
+                             batch.scores.logged)
     if stats.tokens:  # a step that trained (dynamic sampling may leave nothing to train on: no update)
         metrics.update(stats.scalars())
         metrics.update({
@@ -169,15 +176,16 @@ def _log_tables(c, step, batch, stats, last, *, advantages, per_token, dropped) 
         batch, stats, last, advantages, per_token = g["batch"], g["stats"], g["last"], g["advantages"], g["per_token"]
     cfg = c.cfg
     if batch.rows:
-        c.writer.log("samples", sample_rows(step, batch, advantages=advantages, last=last))
+        c.writer.log("samples", sample_rows(step, batch, advantages=advantages, last=last, extra_kinds=c.extra_kinds))
     if dropped is not None and dropped.rows:
         nan, no = torch.full_like(dropped.mask, math.nan), torch.zeros_like(dropped.mask, dtype=torch.bool)
         c.writer.log("samples", sample_rows(
             step, dropped, advantages=torch.zeros(len(dropped.rollout.completions)), group_offset=len(batch.rows),
-            dropped=True, last=LastPass(logp_new=nan, ratio=nan, kl=nan, clipped_low=no, clipped_high=no)))
+            dropped=True, last=LastPass(logp_new=nan, ratio=nan, kl=nan, clipped_low=no, clipped_high=no),
+            extra_kinds=c.extra_kinds))
     if not stats.tokens:
         return
-    histogram = stats.histogram(step, cfg.epsilon, cfg.epsilon_upper)
+    histogram = stats.histogram(step, *cfg.clip_range)
     c.writer.log("histograms", {**histogram, "importance_level": [getattr(cfg, "importance_level", "token")]})
     which = list(range(min(cfg.token_detail_groups, len(batch.rows)) * cfg.group_size))
     if which:
@@ -187,10 +195,45 @@ def _log_tables(c, step, batch, stats, last, *, advantages, per_token, dropped) 
         c.writer.log("tokens", token_rows(step, batch, which, c.tokenizer, columns))
 
 
+# The dataset's reference answer, by the names datasets give it (TRL's `solution`, verl's `ground_truth`).
+REFERENCE_COLUMNS = ("answer", "solution", "ground_truth")
+
+
+def reference(row: dict) -> str | None:
+    """The row's reference answer as text: its first non-null REFERENCE_COLUMNS value."""
+    value = next((row[k] for k in REFERENCE_COLUMNS if row.get(k) is not None), None)
+    return None if value is None else str(value)
+
+
+def extra_columns(extra: dict[str, list], kinds: dict[str, str]) -> dict[str, list]:
+    """What the rewards logged with log_extra, as `extra/<column>` columns of tables/samples.
+
+    A column's type is fixed the first time it appears in the run (`kinds`, kept across steps):
+    numbers while every value is a number, else text; so every part file agrees on it."""
+    out = {}
+    for column, values in extra.items():
+        numeric = all(v is None or isinstance(v, float) for v in values)
+        kind = kinds.setdefault(column, "number" if numeric else "text")
+        if kind == "number":
+            out[f"extra/{column}"] = [v if isinstance(v, float) else _number(v) for v in values]
+        else:
+            out[f"extra/{column}"] = [None if v is None else (f"{v:g}" if isinstance(v, float) else str(v))
+                                      for v in values]
+    return out
+
+
+def _number(value) -> float | None:
+    try:
+        return None if value is None else float(value)
+    except ValueError:  # text in a column that began as numbers: kept out rather than breaking the table
+        return None
+
+
 def sample_rows(step: int, batch, *, advantages: torch.Tensor, last: LastPass, group_offset: int = 0,
-                dropped: bool = False) -> dict[str, list]:
-    """One row per completion. Completion i answers prompt i // G: group group_offset + i // G of
-    the step; `dropped`: dynamic sampling left these groups out of the update."""
+                dropped: bool = False, extra_kinds: dict[str, str] | None = None) -> dict[str, list]:
+    """One row per completion. Completion i answers prompt batch.group_of(i): group group_offset + that of
+    the step; `dropped`: dynamic sampling left these groups out of the update. extra_kinds: the
+    run's log_extra column types so far (see `extra_columns`); updated."""
     G = batch.group_size
     n = len(batch.rollout.completions)
     m = batch.mask.float()
@@ -198,14 +241,13 @@ def sample_rows(step: int, batch, *, advantages: torch.Tensor, last: LastPass, g
     clipped = last.clipped_low | last.clipped_high
     cols: dict[str, list] = {
         "step": [step] * n,
-        "group": [group_offset + i // G for i in range(n)],
-        "prompt_id": [str(batch.rows[i // G]["prompt_id"]) for i in range(n)],
+        "group": [group_offset + batch.group_of(i) for i in range(n)],
+        "prompt_id": [str(batch.row_of(i)["prompt_id"]) for i in range(n)],
         "sample_idx": [i % G for i in range(n)],
-        "prompt": [batch.rows[i // G]["prompt"] for i in range(n)],
+        "prompt": [batch.row_of(i)["prompt"] for i in range(n)],
         "completion": batch.rollout.completions,
-        # the reference the correctness reward compared with (null when the task has none)
-        "answer": [None if batch.rows[i // G].get("answer") is None else str(batch.rows[i // G]["answer"])
-                   for i in range(n)],
+        # the dataset's reference (answer, else solution, else ground_truth; null when it has none)
+        "answer": [reference(batch.row_of(i)) for i in range(n)],
         "reward": [None if math.isnan(r) else r for r in batch.totals.tolist()],
         "advantage": advantages.tolist(),
     }
@@ -219,6 +261,7 @@ def sample_rows(step: int, batch, *, advantages: torch.Tensor, last: LastPass, g
         "kl_mean": ((last.kl * m).sum(dim=1) / denom).tolist(),
         "dropped": [dropped] * n,
     })
+    cols.update(extra_columns(batch.scores.extra, {} if extra_kinds is None else extra_kinds))
     return cols
 
 
@@ -232,8 +275,8 @@ def token_rows(step: int, batch, which: list[int], tokenizer, per_token: dict[st
         n = int(mask[i].sum())
         ids = ids_all[i, :n].tolist()
         cols["step"] += [step] * n
-        cols["group"] += [i // G] * n
-        cols["prompt_id"] += [str(batch.rows[i // G]["prompt_id"])] * n
+        cols["group"] += [batch.group_of(i)] * n
+        cols["prompt_id"] += [str(batch.row_of(i)["prompt_id"])] * n
         cols["sample_idx"] += [i % G] * n
         cols["position"] += list(range(n))
         cols["token"] += tokenizer.convert_ids_to_tokens(ids)

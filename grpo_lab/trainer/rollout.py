@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 
 from grpo_lab.trainer import objective
-from grpo_lab.trainer.decode import decode, position_ids
+from grpo_lab.trainer.decode import Sampling, decode, position_ids
 from grpo_lab.trainer.models import unwrap
 
 __all__ = ["Rollout", "position_ids", "sample", "token_logprobs", "completion_logits"]
@@ -55,18 +55,13 @@ class Rollout:
                        self.completion_mask[:, :width], self.truncated, self.completions, self.generation_s)
 
 
-def sample(model, tokenizer, prompts: list[str], group_size: int, max_new_tokens: int,
-           temperature: float, device: torch.device, greedy: bool = False, synced: bool = False) -> Rollout:
-    """G completions for each prompt; prompt i's completions are rows i*G .. i*G+G-1.
-
-    greedy: the most likely token each time (evaluation), instead of sampling at `temperature`.
-    synced: the weights are sharded over processes (FSDP), which decode in step (decode.decode).
-    """
+def sample(model, tokenizer, prompts: list[str], how: Sampling, device: torch.device) -> Rollout:
+    """`how.copies` (G) completions for each prompt; prompt i's completions are rows i*G .. i*G+G-1."""
     start = time.perf_counter()
+    group_size, max_new_tokens = how.copies, how.max_new_tokens
     enc = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
-    completion = decode(unwrap(model), enc["input_ids"], enc["attention_mask"], group_size, max_new_tokens,
-                        temperature, eos_id=tokenizer.eos_token_id, pad_id=tokenizer.pad_token_id, greedy=greedy,
-                        synced=synced)
+    completion = decode(unwrap(model), enc["input_ids"], enc["attention_mask"], how,
+                        eos_id=tokenizer.eos_token_id, pad_id=tokenizer.pad_token_id)
     prompt_ids = enc["input_ids"].repeat_interleave(group_size, dim=0)
     is_eos = completion == tokenizer.eos_token_id
     # mask = 1 up to and including the first EOS

@@ -32,7 +32,7 @@ from grpo_lab.trainer.distributed import (Dist, NullStatus, NullWriter, launch, 
 from grpo_lab.trainer.doctor import Doctor, Finding, stops
 from grpo_lab.trainer.models import load_policy, pick_device
 from grpo_lab.trainer.evaluate import due as eval_due, evaluate
-from grpo_lab.trainer.setup import Components, build_rewards, build_tasks, frozen_copy, make_optimizer
+from grpo_lab.trainer.setup import Components, build_rewards, build_tasks, dry_run, frozen_copy, make_optimizer
 from grpo_lab.trainer.sft import warm_start
 from grpo_lab.trainer.tasks import render
 
@@ -181,6 +181,7 @@ def prepare(cfg: Config, d: Dist | None = None) -> tuple[Components, RunPaths, S
     with d.agreed():
         reward_fns = build_rewards(cfg)
         task, eval_task = build_tasks(cfg)  # every row checked: bad data stops here
+        dry_warnings = dry_run(cfg, reward_fns, task)  # a reward that cannot take the call stops here
         device = d.device or pick_device(cfg.device)
         seed_everything(cfg.seed)
         policy, tokenizer, builtin = load_policy(cfg.model, cfg.seed, device, cfg.dtype, cfg.gradient_checkpointing,
@@ -194,6 +195,8 @@ def prepare(cfg: Config, d: Dist | None = None) -> tuple[Components, RunPaths, S
     with d.agreed():
         if d.writer:
             lock, log, status = open_run(cfg, paths, lock)
+    for line in dry_warnings if d.writer else ():
+        log.warning("%s", line)
     try:
         initial = paths.checkpoints / checkpoint.INITIAL
         if d.broadcast(cfg.resume and (initial / "meta.json").is_file() if d.writer else None):
@@ -296,13 +299,16 @@ def train(cfg: Config) -> int:
                 step -= 1
                 break
             d.seed_step(cfg.seed, step)
+            comps.step = step
+            comps.reward_notes.clear()  # filled by scoring: each reward's first failure of this step
             metrics = d.combine(step_fn(comps, step))
             if comps.eval_task is not None and eval_due(step, cfg.eval_every, cfg.max_steps):
                 metrics.update(evaluate(comps))
             metrics.update(comps.timer.scalars())  # where the step went; its flush below counts in the next
             writer.log("scalars", {"step": [step], "time": [time.time()], "wall_s": [time.time() - start],
                                    **{k: [float(v)] for k, v in metrics.items()}})
-            for finding in doctor.check(step, metrics) if d.writer else ():  # rank 0 has the global figures
+            found = doctor.check(step, metrics, reward_notes=comps.reward_notes) if d.writer else ()
+            for finding in found:  # rank 0 has the global figures
                 writer.log("events", finding.row())
                 log.warning("doctor, step %d: %s (%s). Suggestion: %s", step, finding.message, finding.severity,
                             finding.suggestion)

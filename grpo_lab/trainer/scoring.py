@@ -13,36 +13,108 @@ from dataclasses import dataclass, replace
 import torch
 
 from grpo_lab import rewards
+from grpo_lab.objective.options import group_of
+from grpo_lab.rewards import context as reward_context
 from grpo_lab.trainer.objective import group_advantages
+from grpo_lab.trainer.decode import Sampling
 from grpo_lab.trainer.rollout import Rollout, sample, token_logprobs
 
-# Row fields that are not reward inputs.
-NOT_COLUMNS = ("prompt", "prompt_id")
+# Row fields that are not reward inputs: the prompt goes as `prompts` (the dataset's, kept in
+# `source_prompt` by tasks.render), prompt_id is ours.
+NOT_COLUMNS = ("prompt", "prompt_id", "source_prompt")
+
+
+def trainer_state(c, step: int):
+    """What TRL hands a reward as `trainer_state` at `step` (see `make_trainer_state`)."""
+    return make_trainer_state(c.cfg, len(c.task.rows), step, c.dist.writer)
+
+
+def make_trainer_state(cfg, n_rows: int, step: int, writer: bool = True):
+    """A transformers TrainerState, as TRL's reward sees it at step `step` (from 1).
+
+    global_step counts the optimizer steps already taken (0 while step 1 samples), as in TRL,
+    where the state advances after each update; a reward that anneals over
+    `global_step / max_steps` then reads the same numbers here as there."""
+    from transformers import TrainerState  # noqa: PLC0415 - the trainer has it loaded already
+
+    rows = max(n_rows, 1)
+    return TrainerState(global_step=max(step - 1, 0), max_steps=cfg.max_steps,
+                        epoch=max(step - 1, 0) * cfg.prompts_per_step / rows,
+                        num_train_epochs=max(1, -(-cfg.max_steps * cfg.prompts_per_step // rows)),
+                        train_batch_size=cfg.prompts_per_step * cfg.group_size, logging_steps=1,
+                        is_world_process_zero=writer)
+
+
+def reward_inputs(rows: list[dict], completions: list[str], per_prompt: int) -> tuple[list, list, dict]:
+    """(prompts, completions, columns) as TRL passes them: the prompt as the dataset gives it, a
+    conversational prompt's completion as [{"role": "assistant", "content": text}], every column."""
+    of_row = [rows[group_of(i, per_prompt)] for i in range(len(completions))]
+    prompts = [row.get("source_prompt", row["prompt"]) for row in of_row]
+    shaped = [[{"role": "assistant", "content": text}] if isinstance(prompt, list) else text
+              for prompt, text in zip(prompts, completions)]
+    keys = dict.fromkeys(key for row in rows for key in row if key not in NOT_COLUMNS)
+    return prompts, shaped, {key: [row.get(key) for row in of_row] for key in keys}
 
 
 def score_completions(c, rows: list[dict], completions: list[str], per_prompt: int, log_prefix: str = "",
-                      fns: dict | None = None) -> "rewards.Scores":
+                      fns: dict | None = None, *, completion_ids: list[list[int]] | None = None,
+                      step: int = 0) -> "rewards.Scores":
     """Score completions that answer each row `per_prompt` times in turn, with `fns` (default: the
-    run's rewards); a reward's failure is logged, never raised."""
-    of_row = [rows[i // per_prompt] for i in range(len(completions))]
-    columns = {key: [row.get(key) for row in of_row] for key in rows[0] if key not in NOT_COLUMNS}
-    scores = rewards.score_all(c.reward_fns if fns is None else fns, [row["prompt"] for row in of_row],
-                               completions, columns)
+    run's rewards), called as TRL calls them; a reward's failure is logged, never raised, and its
+    first message kept in `c.reward_notes` for the run doctor."""
+    prompts, shaped, columns = reward_inputs(rows, completions, per_prompt)
+    scores = rewards.score_all(c.reward_fns if fns is None else fns, prompts, shaped, columns,
+                               completion_ids=completion_ids, trainer_state=trainer_state(c, step))
     for message in scores.messages:
         c.log.warning("%s%s", log_prefix, message)
+    for name, message in scores.first_error.items():
+        c.reward_notes.setdefault(name, message)
     return scores
 
 
-def score_rollout(c, rows: list[dict], rollout: Rollout) -> tuple["rewards.Scores", torch.Tensor]:
+def completion_id_lists(rollout: Rollout) -> list[list[int]]:
+    """Each completion's token ids up to and including its EOS (TRL's `completion_ids_list`)."""
+    mask = rollout.completion_mask.bool().cpu()
+    return [row[keep].tolist() for row, keep in zip(rollout.completion_ids.cpu(), mask)]
+
+
+def score_rollout(c, rows: list[dict], rollout: Rollout, step: int = 0) -> tuple["rewards.Scores", torch.Tensor]:
     """(per-reward scores, total reward per completion as a float tensor with NaN for None)."""
-    scores = score_completions(c, rows, rollout.completions, c.cfg.group_size)
+    with reward_context.scoring(reward_context.of_step(c, rows, step)):  # where each completion sits (`human`)
+        scores = score_completions(c, rows, rollout.completions, c.cfg.group_size,
+                                   completion_ids=completion_id_lists(rollout), step=step)
     totals = torch.tensor([math.nan if t is None else float(t) for t in scores.total], dtype=torch.float32)
     return scores, totals
 
 
+def pick_scores(scores: "rewards.Scores", pick: list[int]) -> "rewards.Scores":
+    """The scores of samples `pick`, in that order. Failure counts and logged metrics belong to the
+    call that scored the whole batch: they stay behind (collect_with_signal counts them per round)."""
+    return rewards.Scores(total=[scores.total[i] for i in pick],
+                          per_reward={k: [v[i] for i in pick] for k, v in scores.per_reward.items()},
+                          extra={k: [v[i] for i in pick] for k, v in scores.extra.items()},
+                          first_error=scores.first_error)
+
+
+def join_scores(parts: list["rewards.Scores"], sizes: list[int]) -> "rewards.Scores":
+    """Several batches' scores end to end; `sizes`: each part's samples (a part missing an
+    extra column gets None there)."""
+    names = list(parts[0].per_reward)
+    columns = dict.fromkeys(k for p in parts for k in p.extra)
+    logged = dict.fromkeys(k for p in parts for k in p.logged)
+    return rewards.Scores(
+        total=[v for p in parts for v in p.total],
+        per_reward={k: [v for p in parts for v in p.per_reward[k]] for k in names},
+        errors={k: sum(p.errors.get(k, 0) for p in parts) for k in names},
+        extra={k: [v for p, n in zip(parts, sizes) for v in p.extra.get(k, [None] * n)] for k in columns},
+        logged={k: [v for p in parts for v in p.logged.get(k, [])] for k in logged},
+        first_error={k: v for p in reversed(parts) for k, v in p.first_error.items()})
+
+
 @dataclass
 class Batch:
-    """One step's on-policy batch, as both algorithms start from it. Completion i answers rows[i // G]."""
+    """One step's on-policy batch, as both algorithms start from it. Completion i answers
+    rows[group_of(i)]: its G completions of a prompt come one after the other."""
 
     rows: list[dict]
     group_size: int  # G
@@ -54,14 +126,20 @@ class Batch:
     entropy: torch.Tensor  # (B, T); NaN until `with_logprobs`
     ref_logp: torch.Tensor | None  # (B, T); None without a reference model (or before `with_logprobs`)
 
+    def group_of(self, i: int) -> int:
+        """The group (index into rows) of completion i (objective.options.group_of, with this batch's G)."""
+        return group_of(i, self.group_size)
+
+    def row_of(self, i: int) -> dict:
+        """The prompt row completion i answers."""
+        return self.rows[self.group_of(i)]
+
     def select_groups(self, groups: torch.Tensor) -> "Batch":
         """The groups `groups` ((N,) bool), each with its G completions, in order."""
         G = self.group_size
         kept = groups.nonzero().flatten().tolist()
         rows = torch.tensor([g * G + j for g in kept for j in range(G)], dtype=torch.long)
-        pick = rows.tolist()
-        scores = rewards.Scores(total=[self.scores.total[i] for i in pick],
-                                per_reward={k: [v[i] for i in pick] for k, v in self.scores.per_reward.items()})
+        scores = pick_scores(self.scores, rows.tolist())
         rollout = self.rollout.select(rows).trimmed()  # the padding only dropped rows needed goes too
         T = rollout.completion_mask.shape[1]
         return Batch(rows=[self.rows[g] for g in kept], group_size=G, rollout=rollout, mask=self.mask[rows, :T],
@@ -69,15 +147,16 @@ class Batch:
                      entropy=self.entropy[rows, :T], ref_logp=None if self.ref_logp is None else self.ref_logp[rows, :T])
 
 
-def sample_groups(c, rows: list[dict]) -> Batch:
+def sample_groups(c, rows: list[dict], step: int = 0) -> Batch:
     """G completions of each row from the current policy (pi_old), scored; log-probabilities not yet taken."""
     cfg = c.cfg
     with c.timer.phase("generation"):
-        rollout = sample(c.policy, c.tokenizer, [r["prompt"] for r in rows], cfg.group_size, cfg.max_new_tokens,
-                         cfg.temperature, c.device, synced=c.dist.sharded)
+        how = Sampling(copies=cfg.group_size, max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature,
+                       synced=c.dist.sharded)
+        rollout = sample(c.policy, c.tokenizer, [r["prompt"] for r in rows], how, c.device)
     c.timer.count("generation", rollout.completion_mask.sum())
     with c.timer.phase("reward"):
-        scores, totals = score_rollout(c, rows, rollout)
+        scores, totals = score_rollout(c, rows, rollout, step)
     mask = rollout.completion_mask.float()
     nan = torch.full_like(mask, math.nan)
     return Batch(rows=rows, group_size=cfg.group_size, rollout=rollout, mask=mask, scores=scores, totals=totals,
@@ -107,7 +186,7 @@ def collect_batch(c, step: int, policy_logprobs: bool = True) -> Batch:
     pi_old's (unless policy_logprobs is False) and the reference's log-probabilities once, before
     any update. With several processes, this process's share of the step's prompts."""
     rows = c.dist.share(c.task.batch(step, c.cfg.prompts_per_step, c.cfg.seed))
-    return with_logprobs(c, sample_groups(c, rows), policy=policy_logprobs)
+    return with_logprobs(c, sample_groups(c, rows, step), policy=policy_logprobs)
 
 
 # --- dynamic sampling (DAPO) --------------------------------------------------------------------
@@ -140,10 +219,7 @@ def concat_batches(parts: list[Batch], pad_id: int) -> Batch:
         truncated=torch.cat([p.rollout.truncated for p in parts]),
         completions=[text for p in parts for text in p.rollout.completions],
         generation_s=sum(p.rollout.generation_s for p in parts))
-    names = list(parts[0].scores.per_reward)
-    scores = rewards.Scores(total=[v for p in parts for v in p.scores.total],
-                            per_reward={k: [v for p in parts for v in p.scores.per_reward[k]] for k in names},
-                            errors={k: sum(p.scores.errors.get(k, 0) for p in parts) for k in names})
+    scores = join_scores([p.scores for p in parts], [len(p.rollout.completions) for p in parts])
     has_ref = all(p.ref_logp is not None for p in parts)
     return Batch(rows=[r for p in parts for r in p.rows], group_size=parts[0].group_size, rollout=rollout,
                  mask=cat("mask", 0.0), scores=scores, totals=torch.cat([p.totals for p in parts]),
@@ -182,10 +258,11 @@ def collect_with_signal(c, step: int) -> DynamicBatch:
     """
     cfg = c.cfg
     rows = c.task.batch(step, cfg.prompts_per_step, cfg.seed)
-    kept, dropped, seen, rounds, errors = [], [], set(), 0, {}
+    kept, dropped, seen, rounds, errors, rounds_scores = [], [], set(), 0, {}, []
     while rows:
-        got = sample_groups(c, rows)
+        got = sample_groups(c, rows, step)
         rounds += 1
+        rounds_scores.append(got.scores)
         seen |= {str(r["prompt_id"]) for r in rows}
         no_signal = group_advantages(got.totals.view(-1, cfg.group_size)).zero_std
         kept.append(got.select_groups(~no_signal))
@@ -200,8 +277,9 @@ def collect_with_signal(c, step: int) -> DynamicBatch:
     if kept_batch.rows:
         kept_batch = with_logprobs(c, kept_batch)
     sampled = concat_batches([kept_batch, dropped_batch], pad_id)
-    # failures counted per round: once each, wherever its group went
-    sampled = replace(sampled, scores=rewards.Scores(sampled.scores.total, sampled.scores.per_reward, errors))
+    # failures and logged metrics counted per round: once each, wherever its group went
+    logged = join_scores(rounds_scores, [len(s.total) for s in rounds_scores]).logged
+    sampled = replace(sampled, scores=replace(sampled.scores, errors=errors, logged=logged))
     return DynamicBatch(kept=kept_batch, dropped=dropped_batch, sampled=sampled, rounds=rounds)
 
 

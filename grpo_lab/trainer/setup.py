@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -16,6 +17,7 @@ from grpo_lab.trainer.config import BUILTIN_TASKS, Config, ConfigError
 from grpo_lab.trainer.data import is_data_file, load_task_rows
 from grpo_lab.trainer.distributed import Dist
 from grpo_lab.trainer.models import unwrap
+from grpo_lab.trainer.scoring import make_trainer_state, reward_inputs
 from grpo_lab.trainer.timing import PhaseTimer
 from grpo_lab.trainer.tasks import Task, arithmetic, word_problems
 
@@ -40,7 +42,16 @@ class Components:
     eval_task: Task | None = None  # held-out prompts (eval_every > 0)
     lock: RunLock | None = None  # held while this process writes the run (rundir.layout.RunLock)
     timer: PhaseTimer = field(default_factory=PhaseTimer)  # seconds per phase of the current step
+    step: int = 0  # the step being trained (run.py sets it): the evaluation's trainer_state reads it
+    reward_notes: dict[str, str] = field(default_factory=dict)  # this step's first failure per reward (doctor)
+    extra_kinds: dict[str, str] = field(default_factory=dict)  # log_extra column -> "number" or "text" (records)
     dist: Dist = field(default_factory=Dist)  # this process's place among several (grpo_lab/trainer/distributed.py)
+
+    def __post_init__(self) -> None:
+        if self.device.type == "cuda":
+            from grpo_lab.trainer.perf import GpuPerf
+
+            self.timer.gpu = GpuPerf.of(unwrap(self.policy), self.device)
 
     def models(self) -> dict[str, torch.nn.Module]:
         """The trained models, by checkpoint file name (under DDP, the wrapped models)."""
@@ -58,6 +69,42 @@ def build_rewards(cfg: Config) -> dict[str, tuple[Callable, float]]:
         except (ValueError, ImportError, AttributeError, TypeError) as exc:
             raise ConfigError(f"rewards: {str(exc).splitlines()[0]}") from None
     return out
+
+
+# A TypeError that Python raises for a call that does not fit a signature (an inner call's, when
+# the reward's own signature took the call): the reward cannot work with the trainer's call.
+SIGNATURE_TYPE_ERROR = re.compile(r"unexpected keyword argument|missing \d+ required|takes \d+ positional "
+                                  r"argument|got multiple values for argument|takes no (keyword )?arguments")
+DRY_RUN_ROWS = 2
+
+
+def dry_run(cfg: Config, reward_fns: dict[str, tuple[Callable, float]], task: Task) -> list[str]:
+    """Call each reward once on the task's first rows with a dummy completion ("0"), as the
+    trainer will call it, before any model loads: a reward whose signature does not take the
+    call is refused here (a ConfigError, one line), not after a model load and a step. Any other
+    failure is returned as a warning line: the reward may only dislike the dummy completion."""
+    rows = task.rows[:DRY_RUN_ROWS]
+    prompts, completions, columns = reward_inputs(rows, ["0"] * len(rows), 1)
+    columns = {k: v for k, v in columns.items() if k not in rewards.CALL_ARGS}
+    warnings = []
+    for name, (fn, _weight) in reward_fns.items():
+        kwargs = {"prompts": prompts, "completions": completions, "completion_ids": [[0] for _ in rows], **columns,
+                  "trainer_state": make_trainer_state(cfg, len(task.rows), 1), "log_extra": lambda *a: None,
+                  "log_metric": lambda *a: None}
+        try:
+            rewards.call_reward(fn, kwargs)
+        except rewards.SignatureError as exc:
+            raise ConfigError(f"rewards: reward {name!r} cannot take the trainer's call (TRL's): {exc}") from None
+        except TypeError as exc:
+            text = " ".join(str(exc).split())[:300]
+            if SIGNATURE_TYPE_ERROR.search(text):
+                raise ConfigError(f"rewards: reward {name!r} raised TypeError: {text} (on a dry run with the trainer's "
+                                  f"call: {', '.join(kwargs)})") from None
+            warnings.append(f"reward {name!r} raised TypeError on a dry run with a dummy completion: {text}")
+        except Exception as exc:  # noqa: BLE001 - a reward's own failure: the run doctor watches the real steps
+            text = " ".join(str(exc).split())[:300]
+            warnings.append(f"reward {name!r} raised {type(exc).__name__} on a dry run with a dummy completion: {text}")
+    return warnings
 
 
 def build_tasks(cfg: Config) -> tuple[Task, Task | None]:

@@ -119,7 +119,8 @@ def uses_chat_template(tokenizer, mode: str) -> bool:
 
 
 def render(task: Task, tokenizer, mode: str, system_prompt: str = "") -> Task:
-    """The task with each `prompt` replaced by the text the model is given.
+    """The task with each `prompt` replaced by the text the model is given, and the prompt as
+    the dataset wrote it kept in `source_prompt` (what the rewards read).
 
     The system prompt is the row's `system` column, else `system_prompt`, else the task's own.
     With a chat template: the messages (system, user) rendered with the generation prompt, so the
@@ -143,5 +144,6 @@ def render(task: Task, tokenizer, mode: str, system_prompt: str = "") -> Task:
                                   ) from None
         else:
             text = "\n\n".join(m["content"] for m in messages)
-        rows.append({k: v for k, v in row.items() if k != "system"} | {"prompt": text})
+        # the rewards get the prompt as the dataset gave it (TRL's `prompts`: messages stay messages)
+        rows.append({k: v for k, v in row.items() if k != "system"} | {"prompt": text, "source_prompt": prompt})
     return replace(task, rows=rows)

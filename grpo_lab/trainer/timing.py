@@ -22,9 +22,11 @@ RANK_PHASES = ("generation", "update")
 
 
 class PhaseTimer:
-    def __init__(self) -> None:
+    def __init__(self, gpu=None) -> None:
         self.seconds: dict[str, float] = dict.fromkeys(PHASES, 0.0)
         self.tokens: dict[str, int] = {"generation": 0, "update": 0}
+        self.gpu = gpu  # perf.GpuPerf on a CUDA device: perf/mfu and perf/gpu_memory_gb too
+        self.started = time.perf_counter()
 
     @contextmanager
     def phase(self, name: str) -> Iterator[None]:
@@ -44,7 +46,10 @@ class PhaseTimer:
         for phase, n in self.tokens.items():
             seconds = self.seconds[phase]
             out[f"perf/{phase}_tokens_per_s"] = n / seconds if seconds > 0 else 0.0
-        self.__init__()
+        if self.gpu is not None:
+            out.update(self.gpu.scalars(self.tokens["generation"], self.tokens["update"],
+                                        time.perf_counter() - self.started))
+        self.__init__(self.gpu)
         return out
 
 

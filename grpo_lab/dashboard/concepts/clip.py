@@ -9,6 +9,7 @@ import altair as alt
 import pandas as pd
 import torch
 
+from grpo_lab.objective.options import clip_range
 from grpo_lab.trainer.objective import clipped_surrogate, policy_ratio
 
 CHAPTER = {"pi_old": 0.4, "pi_new": 0.6, "adv": 1.0, "eps": 0.2}  # r = 1.5, clip(r) = 1.2, min = 1.2
@@ -37,12 +38,12 @@ class ClipResult:
 def compute_from_logp(logp_new: float, logp_old: float, adv: float, eps: float,
                       eps_high: float | None = None) -> ClipResult:
     """The chapter's table for one token, from log-probabilities (as the trainer has them)."""
-    eps_high = eps if eps_high is None else eps_high
+    low, high = clip_range(eps, eps_high)
     ratio = policy_ratio(torch.tensor(logp_new, dtype=torch.float64), torch.tensor(logp_old, dtype=torch.float64))
     surr = clipped_surrogate(ratio, torch.tensor(adv, dtype=torch.float64), eps, eps_high)
     r, clipped_ratio = float(ratio), float(surr.clipped_ratio)
     return ClipResult(
-        ratio=r, low=1.0 - eps, high=1.0 + eps_high, clipped_ratio=clipped_ratio,
+        ratio=r, low=low, high=high, clipped_ratio=clipped_ratio,
         unclipped=r * adv, clipped=clipped_ratio * adv, objective=float(surr.objective),
         clipped_low=bool(surr.clipped_low), clipped_high=bool(surr.clipped_high),
     )

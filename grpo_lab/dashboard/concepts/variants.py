@@ -15,6 +15,7 @@ import altair as alt
 import pandas as pd
 import torch
 
+from grpo_lab.objective.options import DEFAULT_EPSILON, LossSettings
 from grpo_lab.trainer.objective import STD_MODES, aggregate, group_advantages, grpo_loss, sequence_ratio
 
 
@@ -26,10 +27,14 @@ class Variant:
     std_mode: str = "group"
     aggregation: str = "sequence"
     importance_level: str = "token"
-    eps_low: float = 0.2
+    eps_low: float = DEFAULT_EPSILON
     eps_high: float | None = None
     mask_truncated: bool = False
     dynamic_sampling: bool = False
+
+    def loss_settings(self, max_len: int) -> LossSettings:
+        return LossSettings(epsilon=self.eps_low, epsilon_high=self.eps_high, aggregation=self.aggregation,
+                            max_len=max_len, importance_level=self.importance_level)
 
     def config_values(self) -> dict[str, object]:
         return {"std_mode": self.std_mode, "loss_aggregation": self.aggregation,
@@ -173,9 +178,8 @@ def outcome(group: Group, variant: Variant) -> Outcome:
     logp = group.logp_new.clone().requires_grad_(True)
     adv = torch.tensor(advantages, dtype=torch.float64)
     truncated = group.truncated if variant.mask_truncated else None
-    out = grpo_loss(logp, group.logp_old, None, adv, group.mask, variant.eps_low, variant.eps_high,
-                    aggregation=variant.aggregation, max_len=group.max_len,
-                    importance_level=variant.importance_level, truncated=truncated)
+    out = grpo_loss(logp, group.logp_old, None, adv, group.mask, variant.loss_settings(group.max_len),
+                    truncated=truncated)
     loss_mask = out.loss_mask
     if dropped:
         push = torch.zeros_like(logp)

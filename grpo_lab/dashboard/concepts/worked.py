@@ -13,6 +13,7 @@ import altair as alt
 import pandas as pd
 import torch
 
+from grpo_lab.objective.options import DEFAULT_EPSILON, LossSettings
 from grpo_lab.trainer.objective import (
     aggregate,
     clipped_surrogate,
@@ -34,7 +35,7 @@ RESPONSES: tuple[tuple[float, tuple[tuple[str, float, float, float], ...]], ...]
            ("=", 0.70, 0.71, 0.70), ("7", 0.55, 0.60, 0.50), ("</s>", 0.85, 0.86, 0.85))),
 )
 DEFAULT_BETA = 0.04  # the trainer's default
-DEFAULT_EPS = 0.2
+DEFAULT_EPS = DEFAULT_EPSILON
 
 
 def _padded() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, list[list[str]]]:
@@ -84,7 +85,7 @@ def compute(beta: float = DEFAULT_BETA, eps: float = DEFAULT_EPS, aggregation: s
         weights = torch.full_like(lengths, 1.0 / len(RESPONSES))  # each response counts 1/G
     else:
         weights = lengths / lengths.sum()  # each token counts 1/(all tokens): long responses weigh more
-    trainer = grpo_loss(logp, logp_old, ref_logp, A, mask, eps, beta=beta, aggregation=aggregation)
+    trainer = grpo_loss(logp, logp_old, ref_logp, A, mask, LossSettings(epsilon=eps, beta=beta, aggregation=aggregation))
 
     rows = []
     for i, tokens in enumerate(texts):

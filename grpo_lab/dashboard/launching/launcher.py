@@ -10,6 +10,11 @@ starts, with the trainer's own `grpo_lab.trainer.config.from_dict`.
 Each launch leaves `<runs_dir>/.launcher/<name>.json` (pid, command, time) and `<name>.log`
 (the trainer's stdout and stderr): a run that dies before it creates its directory (a model that
 cannot load, say) still shows up, with its output.
+
+The runs folder may be shared or unpacked from elsewhere, so nothing read back from it is trusted:
+a queued entry must carry an HMAC made with a key kept outside it (launching/keys.py) and is checked again,
+as the form's values are, before it starts; a resumed run's config.json is checked the same way;
+Stop signals a pid only when that process is the trainer of this very run folder (launching/identity.py).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 import functools
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -26,8 +32,11 @@ from typing import Any
 
 from grpo_lab import project_dir
 from grpo_lab.dashboard import access
-from grpo_lab.rundir.layout import read_json, write_json_atomic
-from grpo_lab.rundir.reader import check_name, list_runs, read_run, run_path, tail
+from grpo_lab.dashboard.launching.identity import cmdline, of_this_folder, option, runs_trainer_of
+from grpo_lab.dashboard.launching.keys import (KEY_DIR_ENV, NONCE_ENV, entry_signed, key_dir,  # noqa: F401 - re-exported
+                                               queue_key, run_nonce, sign_entry)
+from grpo_lab.rundir.layout import SOURCES_KEY, read_json, write_json_atomic
+from grpo_lab.rundir.reader import check_name, list_runs, read_run, run_path, tail_checked
 from grpo_lab.rundir.status import ACTIVE_STATES, pid_alive
 
 LAUNCH_DIR = ".launcher"  # starts with '.', so it can never be a run name
@@ -50,6 +59,7 @@ class Pending:
     alive: bool
     log: str
     queued: bool = False  # waiting for a free slot (GRPO_LAB_MAX_RUNS); started by start_queued
+    refused: str = ""  # a queued entry that failed its checks, and why; never started
 
 
 @functools.lru_cache(maxsize=1)
@@ -92,13 +102,13 @@ def check_processes(processes: Any) -> int:
     return processes
 
 
-def validate(values: dict[str, Any], runs_dir: Path, processes: int = 1) -> list[str]:
-    """The trainer's validation of the form values, plus "is the name free" and what several
-    processes need (the trainer's own refusals, before anything starts); returns argv tail."""
+def checked_config(values: dict[str, Any], runs_dir: Path, processes: int = 1):
+    """The checks every start goes through (form, queue, resume): data folders and reward modules
+    (access.check_launch), the trainer's own validation and bounds (from_dict), registered reward
+    names, the process count. Returns the trainer's Config; raises LaunchError with one line."""
     from grpo_lab.trainer.config import ConfigError, from_dict
 
     check_processes(processes)
-    values = {k: v for k, v in values.items() if v is not None and v != ""}
     if (refused := access.check_launch(values, runs_dir)) is not None:
         raise LaunchError(refused)
     try:
@@ -111,11 +121,10 @@ def validate(values: dict[str, Any], runs_dir: Path, processes: int = 1) -> list
     if unknown:
         raise LaunchError(f"rewards: unknown reward {unknown[0]!r}; registered rewards: {', '.join(rewards.available())}"
                           " (or name a function as 'package.module:function')")
-    path = run_path(runs_dir, cfg.name)
-    queued = (read_json(runs_dir / LAUNCH_DIR / f"{cfg.name}.json") or {}).get("queued")
-    if path.exists() or queued or _alive_launch(runs_dir, cfg.name):
-        raise LaunchError(f"name: a run named {cfg.name!r} already exists; choose another name")
-    values["name"] = cfg.name
+    return cfg
+
+
+def _argv(values: dict[str, Any]) -> list[str]:
     argv = []
     for key, value in values.items():
         if key in ("runs_dir", "resume"):
@@ -124,20 +133,48 @@ def validate(values: dict[str, Any], runs_dir: Path, processes: int = 1) -> list
     return argv
 
 
+def validate(values: dict[str, Any], runs_dir: Path, processes: int = 1) -> list[str]:
+    """The trainer's validation of the form values, plus "is the name free" and what several
+    processes need (the trainer's own refusals, before anything starts); returns argv tail."""
+    values = {k: v for k, v in values.items() if v is not None and v != ""}
+    cfg = checked_config(values, runs_dir, processes)
+    path = run_path(runs_dir, cfg.name)
+    queued = (read_json(runs_dir / LAUNCH_DIR / f"{cfg.name}.json") or {}).get("queued")
+    if path.exists() or queued or _alive_launch(runs_dir, cfg.name):
+        raise LaunchError(f"name: a run named {cfg.name!r} already exists; choose another name")
+    values["name"] = cfg.name
+    return _argv(values)
+
+
 def trainer_command(argv: list[str], runs_dir: Path, processes: int = 1) -> list[str]:
     """The trainer's command line: one process, or `processes` of them under torchrun on this machine."""
     launcher = [] if processes == 1 else ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
                                           str(processes)]
-    return [sys.executable, *launcher, "-m", "grpo_lab.trainer", *argv, "--runs-dir", str(runs_dir)]
+    return [sys.executable, *launcher, "-m", "grpo_lab.trainer", *argv, "--runs-dir", str(Path(runs_dir).resolve())]
+
+
+def _launch_folder(runs_dir: Path) -> Path:
+    """<runs>/.launcher, created; refused when it is not a real folder (a symlink would send the
+    records and logs this dashboard writes somewhere else)."""
+    folder = runs_dir / LAUNCH_DIR
+    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+        raise LaunchError(f"{folder} is not a folder (a symlink?); remove it to launch from the dashboard")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 def _start(runs_dir: Path, name: str, argv: list[str], processes: int = 1) -> int:
-    folder = runs_dir / LAUNCH_DIR
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = _launch_folder(runs_dir)
     log = folder / f"{name}.log"
     command = trainer_command(argv, runs_dir, processes)
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    with open(log, "ab") as out:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", NONCE_ENV: run_nonce(runs_dir, name)}
+    try:  # O_NOFOLLOW: a planted symlink must not make us append to a file outside the folder
+        fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+    except OSError as exc:
+        raise LaunchError(f"{log}: cannot write the trainer's output there ({exc.strerror}); remove it") from None
+    with open(fd, "ab") as out:
+        if not stat.S_ISREG(os.fstat(out.fileno()).st_mode):
+            raise LaunchError(f"{log} is not a regular file; remove it")
         out.write(f"\n$ {' '.join(command)}\n".encode())
         out.flush()
         proc = subprocess.Popen(command, cwd=project_dir(), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
@@ -156,10 +193,9 @@ def launch(values: dict[str, Any], runs_dir: Path, processes: int = 1) -> tuple[
     argv = validate(values, runs_dir, processes)
     name = argv[argv.index("--name") + 1]
     if training(runs_dir) >= max_runs():
-        folder = runs_dir / LAUNCH_DIR
-        folder.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(folder / f"{name}.json", {"name": name, "queued": True, "argv": argv,
-                                                    "processes": processes, "queued_at": time.time()})
+        folder = _launch_folder(runs_dir)
+        entry = {"name": name, "queued": True, "argv": argv, "processes": processes, "queued_at": time.time()}
+        write_json_atomic(folder / f"{name}.json", {**entry, "signature": sign_entry(runs_dir, entry)})
         return name, 0
     return name, _start(runs_dir, name, argv, processes)
 
@@ -180,56 +216,101 @@ def training(runs_dir: Path) -> int:
 
 def start_queued(runs_dir: Path) -> list[str]:
     """Start queued launches, oldest first, while slots are free; returns the names started. The
-    queue is files in .launcher/, so it outlives a dashboard restart."""
+    queue is files in .launcher/, so it outlives a dashboard restart, and anyone who can write
+    there can plant an entry: one without this dashboard's signature is refused at once, and a
+    signed one is checked again, as the form's values are, before it starts (the data folders,
+    reward modules or limits may have changed since it was queued)."""
     started = []
     queued = sorted((p for p in pending(runs_dir) if p.queued), key=lambda p: p.started_at)
+    for entry in queued:
+        record = read_json(runs_dir / LAUNCH_DIR / f"{entry.name}.json") or {}
+        if not entry_signed(runs_dir, record) or record.get("name") != entry.name:
+            _refuse(runs_dir, entry.name, record, "this queue entry was not written by this dashboard (no valid "
+                    "signature); it was not started")
     for entry in queued:
         if training(runs_dir) >= max_runs():
             break
         record = read_json(runs_dir / LAUNCH_DIR / f"{entry.name}.json") or {}
-        argv = record.get("argv")
-        processes = record.get("processes", 1)
-        if isinstance(argv, list) and all(isinstance(a, str) for a in argv) and isinstance(processes, int):
+        if not record.get("queued") or record.get("refused"):
+            continue
+        try:
+            argv, processes = recheck_entry(runs_dir, entry.name, record)
             _start(runs_dir, entry.name, argv, processes)
-            started.append(entry.name)
+        except (LaunchError, ValueError) as exc:  # ValueError: a run name refused by run_path
+            _refuse(runs_dir, entry.name, record, str(exc))
+            continue
+        started.append(entry.name)
     return started
 
 
+def recheck_entry(runs_dir: Path, name: str, record: dict[str, Any]) -> tuple[list[str], int]:
+    """A queued entry's argv read back into values with the trainer's own parser, then through
+    checked_config; returns the argv to start (rebuilt from the checked values) and the count."""
+    from grpo_lab.trainer.config import ConfigError, build_parser
+
+    argv, processes = record.get("argv"), record.get("processes", 1)
+    if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
+        raise LaunchError("argv: must be a list of strings")
+    try:
+        parsed = vars(build_parser().parse_args(argv))
+    except ConfigError as exc:
+        raise LaunchError(str(exc)) from None
+    values = {k: v for k, v in parsed.items() if v is not None}
+    for option in ("config", "runs_dir", "resume"):  # the form never queues these
+        if option in values:
+            raise LaunchError(f"{option}: not something the launch form queues")
+    cfg = checked_config(values, runs_dir, processes)
+    if cfg.name != name:
+        raise LaunchError(f"name: the entry {name}.json starts a run named {cfg.name!r}")
+    if run_path(runs_dir, name).exists():
+        raise LaunchError(f"name: a run named {name!r} already exists")
+    return _argv(values), processes
+
+
+def _refuse(runs_dir: Path, name: str, record: dict[str, Any], reason: str) -> None:
+    """Mark a queued entry refused (shown by pending and launch_log), so it is never started."""
+    write_json_atomic(runs_dir / LAUNCH_DIR / f"{name}.json",
+                      {**record, "name": name, "queued": False, "pid": 0, "refused": reason})
+
+
 def resume(runs_dir: Path, name: str) -> int:
-    """Continue a stopped or failed run from its latest checkpoint, on as many processes as it had."""
+    """Continue a stopped or failed run from its latest checkpoint, on as many processes as it had.
+    Its config.json goes through the launch checks first: a run folder may come from elsewhere."""
     info = read_run(runs_dir, name)
     if info.state not in ("stopped", "failed"):
         raise LaunchError(f"{name} is {info.state}: only a stopped or failed run can be resumed")
     if info.config is None:
         raise LaunchError(f"{name} has no config.json: it never got far enough to resume")
-    if _alive_launch(runs_dir, name) or is_trainer_of((info.status or {}).get("pid"), name):
+    if _alive_launch(runs_dir, name) or is_trainer_of((info.status or {}).get("pid"), name, runs_dir):
         raise LaunchError(f"{name}: its trainer is still shutting down; try again in a moment")
     processes = (info.status or {}).get("world_size", 1)
     processes = processes if isinstance(processes, int) and 1 <= processes <= MAX_PROCESSES else 1
+    check_resume(runs_dir, name, info.config, processes)
     return _start(runs_dir, name, ["--name", name, "--resume"], processes)
 
 
-def _cmdline(pid: int) -> list[str]:
+def check_resume(runs_dir: Path, name: str, config: dict[str, Any], processes: int = 1) -> None:
+    """The saved options of run `name` as a launch would check them; LaunchError naming the first
+    refused option (prefixed 'resume refused')."""
+    values = {k: v for k, v in config.items() if k not in (SOURCES_KEY, "runs_dir", "resume", "name")}
     try:
-        with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            return [a.decode(errors="replace") for a in fh.read().split(b"\0") if a]
-    except OSError:
-        return []
+        checked_config({**values, "name": name}, runs_dir, processes)
+    except LaunchError as exc:
+        raise LaunchError(f"resume refused: config.json of {name}: {exc}") from None
 
 
-def _runs_trainer_of(args: list[str], name: str) -> bool:
-    named = any(a == name and i > 0 and args[i - 1] == "--name" for i, a in enumerate(args)) or f"--name={name}" in args
-    # "trainer": a run this dashboard launched before the package was named grpo_lab
-    return bool({"grpo_lab.trainer", "trainer"} & set(args)) and named
-
-
-def is_trainer_of(pid: Any, name: str) -> bool:
-    """True when `pid` is alive and is `python -m grpo_lab.trainer` for run `name`."""
+def is_trainer_of(pid: Any, name: str, runs_dir: Path | None = None) -> bool:
+    """True when `pid` is alive and is `python -m grpo_lab.trainer` for run `name` (directly or under
+    torchrun); given `runs_dir`, also that it trains the run in that folder, not a namesake elsewhere."""
     child = _children.get(pid)
     if child is not None:
         # started here: trust the Popen, since between fork and exec /proc still shows this process
-        return child.poll() is None and _runs_trainer_of(list(child.args), name)
-    return pid_alive(pid) and _runs_trainer_of(_cmdline(pid), name)
+        args = list(child.args)
+        return (child.poll() is None and runs_trainer_of(args, name)
+                and (runs_dir is None or Path(option(args, "--runs-dir") or "").resolve() == Path(runs_dir).resolve()))
+    if not (pid_alive(pid) and runs_trainer_of(cmdline(pid), name)):
+        return False
+    return runs_dir is None or of_this_folder(pid, name, runs_dir)
 
 
 def stop(runs_dir: Path, name: str) -> int:
@@ -239,12 +320,13 @@ def stop(runs_dir: Path, name: str) -> int:
     info = read_run(runs_dir, name)
     pid = (info.status or {}).get("pid")
     record = read_json(runs_dir / LAUNCH_DIR / f"{name}.json") or {}
-    if info.status is None or (record.get("processes", 1) != 1 and is_trainer_of(record.get("pid"), name)):
+    if info.status is None or (record.get("processes", 1) != 1 and is_trainer_of(record.get("pid"), name, runs_dir)):
         pid = record.get("pid")
     elif info.state not in ACTIVE_STATES:
         raise LaunchError(f"{name} is {info.state}: nothing to stop")
-    if not is_trainer_of(pid, name):
-        raise LaunchError(f"process {pid} is not the trainer of {name} (already ended?); nothing was signalled")
+    if not is_trainer_of(pid, name, runs_dir):
+        raise LaunchError(f"process {pid} is not the trainer of {name} in {runs_dir} (already ended?); "
+                          "nothing was signalled")
     os.kill(pid, signal.SIGTERM)
     return pid
 
@@ -258,7 +340,7 @@ def reap() -> None:
 
 def _alive_launch(runs_dir: Path, name: str) -> bool:
     record = read_json(runs_dir / LAUNCH_DIR / f"{name}.json") or {}
-    return is_trainer_of(record.get("pid"), name)
+    return is_trainer_of(record.get("pid"), name, runs_dir)
 
 
 def pending(runs_dir: Path, listed: set[str] | frozenset[str] = frozenset()) -> list[Pending]:
@@ -285,15 +367,22 @@ def pending(runs_dir: Path, listed: set[str] | frozenset[str] = frozenset()) -> 
             started = float(record.get("started_at") or record.get("queued_at") or 0)
         except (TypeError, ValueError):
             pid, started = 0, 0.0
-        out.append(Pending(name, pid, started, is_trainer_of(pid, name), tail(folder / f"{name}.log", 30),
-                           queued=bool(record.get("queued")) and not pid))
+        refused = str(record.get("refused") or "")
+        out.append(Pending(name, pid, started, is_trainer_of(pid, name, runs_dir),
+                           f"refused: {refused}" if refused else launch_log(runs_dir, name, 30),
+                           queued=bool(record.get("queued")) and not pid and not refused, refused=refused))
     return out
 
 
 def launch_log(runs_dir: Path, name: str, lines: int = 40) -> str:
-    """The trainer's own stdout/stderr for a run started here ('' otherwise)."""
+    """The trainer's own stdout/stderr for a run started here ('' otherwise); for a refused queue
+    entry, why; for a log that is not a regular file in .launcher/, one line saying so."""
     check_name(name)
-    return tail(runs_dir / LAUNCH_DIR / f"{name}.log", lines)
+    refused = (read_json(runs_dir / LAUNCH_DIR / f"{name}.json") or {}).get("refused")
+    if refused:
+        return f"refused: {refused}"
+    text, problem = tail_checked(runs_dir / LAUNCH_DIR / f"{name}.log", lines)
+    return problem or text
 
 
 def dismiss(runs_dir: Path, name: str) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from grpo_lab.objective.options import DEFAULT_EPSILON, clip_range
 from grpo_lab.rundir import query
 from grpo_lab.rundir.layout import default_runs_dir
 from grpo_lab.rundir.reader import RunInfo, TableReader, list_runs, read_run, run_path
@@ -98,7 +99,7 @@ class Settings:
     algo: str = "grpo"
     model: str = "tiny"
     std_mode: str = "group"  # as written (a value the page does not know is shown as such)
-    epsilon: float = 0.2
+    epsilon: float = DEFAULT_EPSILON
     epsilon_high: float | None = None  # None: the same as epsilon
     group_size: int | None = None
     max_new_tokens: int | None = None
@@ -108,7 +109,7 @@ class Settings:
     @property
     def clip_bounds(self) -> tuple[float, float]:
         """1 - epsilon and 1 + epsilon_high: the clip range the trainer used."""
-        return 1.0 - self.epsilon, 1.0 + (self.epsilon if self.epsilon_high is None else self.epsilon_high)
+        return clip_range(self.epsilon, self.epsilon_high)
 
 
 def settings(info: RunInfo) -> Settings:

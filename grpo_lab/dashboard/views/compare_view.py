@@ -105,13 +105,14 @@ def side_by_side(runs: list[RunInfo]) -> None:
             if step is not None:
                 found = found[found["step"] <= step]
             if found.empty:
-                st.caption(t("compare.no_group", name=name, prompt=prompt))
+                st.caption(t("compare.no_group", name=markup.md(name), prompt=markup.code(prompt)))
                 continue
             last = found.iloc[-1]
             group, problems = groups_view.group_rows(name, (int(last["step"]), int(last["group"])))
             ui.warn(problems)
-            st.markdown(t("compare.group_line", name=name, step=int(last["step"]), mean=f"{last['mean_reward']:.3f}",
-                          std=f"{last['std']:.3f}", mode=data.settings(info).std_mode))
+            st.markdown(t("compare.group_line", name=markup.md(name), step=int(last["step"]),
+                          mean=f"{last['mean_reward']:.3f}", std=f"{last['std']:.3f}",
+                          mode=markup.code(data.settings(info).std_mode)))
             st.html(markup.responses_table(group, groups_view.reward_columns(group), compact=True))
 
 

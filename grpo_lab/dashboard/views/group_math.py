@@ -13,19 +13,22 @@ import numpy as np
 import pandas as pd
 
 from grpo_lab.dashboard.i18n import t
+from grpo_lab.objective.options import STD_FORMULAS
 
 TOLERANCE = 1e-5
-STD_FORMULAS = {
-    "group": "std = sqrt( 1/G * sum_i (r_i - mean)^2 )",
-    "sample": "std = sqrt( 1/(G-1) * sum_i (r_i - mean)^2 )",
-    "none": "std = 1",
-}
 
 
 def std_formula(std_mode: str) -> str:
     """The std of `std_mode` as a formula, with what it is in the current language ('' if unknown)."""
-    notes = {"group": t("math.std.group"), "sample": t("math.std.sample"), "none": t("math.std.none")}
-    return f"{STD_FORMULAS[std_mode]}  ({notes[std_mode]})" if std_mode in STD_FORMULAS else ""
+    if std_mode not in STD_FORMULAS:
+        return ""
+    note = t(std_note_key(std_mode))
+    return f"{STD_FORMULAS[std_mode]}  ({note})"
+
+
+def std_note_key(std_mode: str) -> str:
+    """The locale key of a std mode's note: one per objective.options.STD_MODES (tests/test_i18n.py checks)."""
+    return "math.std." + std_mode
 
 
 @dataclass
@@ -54,18 +57,26 @@ def effect(a: float, reward: float | None, zero_std: bool) -> str:
 
 
 def compute(rewards: list[float | None], logged: list[float], std_mode: str = "group",
-            epsilon: float = 0.0) -> GroupMath:
+            epsilon: float = 0.0, step_groups: list[list[float | None]] | None = None) -> GroupMath:
     """Recompute A_i for one group's rewards (None: unscored) and line it up with the logged A_i.
 
-    epsilon: a trainer that divides by std + epsilon (TRL: 1e-4, config.json `advantage_epsilon`)."""
-    from grpo_lab.dashboard.concepts import group  # imports torch: paid only when a group is shown
+    epsilon: a trainer that divides by std + epsilon (TRL: 1e-4, config.json `advantage_epsilon`).
+    step_groups: std_mode "batch" divides by the std of the whole step: every trained group's rewards
+    (this one included), as the trainer passed them to `group_advantages`."""
+    import torch
 
-    r = [math.nan if v is None or (isinstance(v, float) and math.isnan(v)) else float(v) for v in rewards]
-    out = group.compute(r, std_mode)
-    adv = np.asarray(out.advantages, dtype=float)
-    if epsilon and not out.zero_std and std_mode != "none":
-        adv = adv * out.std / (out.std + epsilon)  # (r - mean) / (std + eps), from (r - mean) / std
-    mean, std, zero = out.mean, out.std, out.zero_std
+    from grpo_lab.trainer.objective import group_advantages  # imports torch: paid only when a group is shown
+
+    def nan_for_none(values):
+        return [math.nan if v is None or (isinstance(v, float) and math.isnan(v)) else float(v) for v in values]
+
+    r = nan_for_none(rewards)
+    others = [nan_for_none(g) for g in step_groups or [] if len(g) == len(r)] if std_mode == "batch" else []
+    out = group_advantages(torch.tensor([r, *others], dtype=torch.float64), std_mode)
+    adv = out.advantages[0].double().numpy()
+    mean, std, zero = float(out.mean[0]), float(out.std[0]), bool(out.zero_std[0])
+    if epsilon and not zero and std_mode != "none":
+        adv = adv * std / (std + epsilon)  # (r - mean) / (std + eps), from (r - mean) / std
     logged_arr = np.asarray(logged, dtype=float)
     r_arr = np.asarray(r, dtype=float)
     table = pd.DataFrame({

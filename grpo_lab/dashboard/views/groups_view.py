@@ -9,11 +9,13 @@ import streamlit as st
 
 from grpo_lab.dashboard import ui
 from grpo_lab.dashboard.reading import data, queries
-from grpo_lab.dashboard.views import charts, group_math, markup
+from grpo_lab.dashboard.views import charts, group_math, markup, rating
 from grpo_lab.dashboard.i18n import t
+from grpo_lab.objective.options import STD_MODES
 from grpo_lab.rundir.reader import RunInfo
 
 Target = tuple[int, int]  # (step, group): a group, exactly (docs/run-directory.md)
+PROMPT_CHARS = 2000  # a longer prompt is cut on the page; all of it is one click away
 
 
 def _pick_row(df: pd.DataFrame, key: str, columns: list[str]) -> int | None:
@@ -71,8 +73,10 @@ def find(run: str, mode: str, current_prompt: str | None) -> Target | None:
             st.caption(t("groups.no_hit"))
             return None
         st.caption(t("groups.hits", n=len(hits), first=t("groups.first_200") if len(hits) >= 200 else ""))
-        i = _pick_row(hits, "groups_hits", ["step", "group", "prompt_id", "sample_idx", "completion", "reward",
-                                            "advantage"])
+        # scores before the text, and the text cut: a click on the row opens the group with all of it
+        hits = hits.assign(completion=hits["completion"].map(markup.cut_plain))
+        i = _pick_row(hits, "groups_hits", ["step", "group", "prompt_id", "sample_idx", "reward", "advantage",
+                                            "completion"])
         return int(hits.iloc[i]["step"]), int(hits.iloc[i]["group"])
     arg = ""
     if mode == "prompt":
@@ -107,6 +111,14 @@ def group_rows(run: str, target: Target) -> tuple[pd.DataFrame, list[str]]:
     return rows[rows["group"] == group].sort_values("sample_idx").reset_index(drop=True), problems
 
 
+def _step_groups(run: str, step: int, number: int) -> list[list[float | None]]:
+    """The rewards of the step's other trained groups: std_mode batch divides by their std too."""
+    rows, _ = queries.step_samples(run, step)
+    if "dropped" in rows:
+        rows = rows[~rows["dropped"].fillna(False).astype(bool)]
+    return [[None if pd.isna(v) else float(v) for v in g["reward"]] for n, g in rows.groupby("group") if n != number]
+
+
 def show_group(info: RunInfo, target: Target) -> None:
     run, (step, number) = info.name, target
     group, problems = group_rows(run, target)
@@ -118,10 +130,10 @@ def show_group(info: RunInfo, target: Target) -> None:
     st.session_state["groups_current_prompt"] = prompt_id  # "same prompt across steps" starts here
     cfg, settings = info.config or {}, data.settings(info)
     std_mode = settings.std_mode
-    if std_mode not in group_math.STD_FORMULAS:
-        st.warning(t("groups.unknown_std_mode", mode=repr(std_mode)))
+    if std_mode not in STD_MODES:
+        st.warning(t("groups.unknown_std_mode", mode=markup.md(repr(std_mode))))
         std_mode = "group"
-    st.subheader(t("groups.heading", step=step, group=number, prompt=prompt_id))
+    st.subheader(t("groups.heading", step=step, group=number, prompt=markup.code(prompt_id)))  # run text: never markup
     if "dropped" in group and group["dropped"].fillna(False).astype(bool).any():
         st.info(t("groups.dropped"))  # dynamic sampling threw it away: logged, never trained on
     # whitespace markers help with the one-character demo tokenizer and hide real prose: off for real models
@@ -130,7 +142,7 @@ def show_group(info: RunInfo, target: Target) -> None:
     show_prompt(str(group["prompt"].iloc[0]), markers)
     rewards = [None if pd.isna(v) else float(v) for v in group["reward"]]
     worked = group_math.compute(rewards, group["advantage"].astype(float).tolist(), std_mode,
-                                settings.advantage_epsilon)
+                                settings.advantage_epsilon, _step_groups(run, step, number) if std_mode == "batch" else None)
     adv = group["advantage"]
     c = st.columns(5)
     c[0].metric("G", len(group))
@@ -140,6 +152,7 @@ def show_group(info: RunInfo, target: Target) -> None:
     c[4].metric(t("groups.signal"), t("groups.no_signal") if worked.zero_std else t("common.yes"))
     st.markdown(t("groups.responses"))
     st.html(markup.responses_table(group, reward_columns(group), markers=markers))
+    rating.show(info, target, group)  # a person's scores for these completions (rundir/labels.py)
     if "rewards/correctness" in group and "answer" in group and group["answer"].notna().any():
         show_verdicts(group, (cfg.get("reward_params") or {}).get("correctness") or {})
     show_computation(group, worked, std_mode, ppo=settings.algo == "ppo")
@@ -152,7 +165,7 @@ def show_verdicts(group: pd.DataFrame, params: dict) -> None:
     from grpo_lab.rewards.verifier import explain  # noqa: PLC0415 - sympy and math-verify: only when opened
 
     mode = params.get("mode", "lenient") if isinstance(params, dict) else "lenient"
-    with st.expander(t("groups.verdicts", mode=mode)):
+    with st.expander(t("groups.verdicts", mode=markup.md(mode))):  # config.json's text: never markup
         rows = []
         for _, r in group.sort_values("sample_idx").iterrows():
             why = explain(str(r["completion"]), r["answer"], mode=mode)
@@ -165,13 +178,14 @@ def show_verdicts(group: pd.DataFrame, params: dict) -> None:
 def show_prompt(prompt: str, markers: bool) -> None:
     """A chat-formatted prompt as its turns (system, user), the raw text one click away."""
     turns = markup.chat_turns(prompt)
-    if not turns:
-        st.markdown(t("groups.prompt_inline", text=markup.show_text(prompt, markers)), unsafe_allow_html=True)
-        return
     st.markdown(t("groups.prompt_heading"))
+    # st.html, not st.markdown: escaped text is still Markdown (an image, a link) to st.markdown
+    if not turns:
+        st.html(f'<div class="grpo-prompt">{markup.cut_text(prompt, markers, limit=PROMPT_CHARS)}</div>')
+        return
     for role, content in turns:
-        st.markdown(f"<small><b>{html.escape(role)}</b></small><br>{markup.show_text(content, markers)}",
-                    unsafe_allow_html=True)
+        st.html(f'<div class="grpo-prompt"><small><b>{html.escape(role)}</b></small><br>'
+                f"{markup.cut_text(content, markers, limit=PROMPT_CHARS)}</div>")
     with st.expander(t("groups.raw_prompt")):
         st.code(prompt, language=None)
 
@@ -203,7 +217,7 @@ def show_tokens(info: RunInfo, target: Target, group: pd.DataFrame) -> None:
     ui.warn(problems)
     settings = data.settings(info)
     if tokens.empty and info.get("source"):  # a TRL or verl run: no per-token figures exist
-        st.caption(t("groups.tokens_foreign", source=str(info.get("source")).upper()))
+        st.caption(t("groups.tokens_foreign", source=markup.md(str(info.get("source")).upper())))
         return
     if tokens.empty:
         st.caption(t("groups.no_tokens", n=settings.token_detail_groups))
@@ -216,7 +230,7 @@ def show_tokens(info: RunInfo, target: Target, group: pd.DataFrame) -> None:
     legends = {"ratio": t("groups.legend.ratio"), "clipped": t("groups.legend.clipped"), "kl": t("groups.legend.kl"),
                "advantage": t("groups.legend.advantage")}
     st.caption(t("groups.hover", legend=legends[mode]))
-    eps = queries.logged_clip_bounds(info.name, target[0], settings.clip_bounds)[1] - 1.0
+    bounds = queries.logged_clip_bounds(info.name, target[0], settings.clip_bounds)  # (1 - eps, 1 + eps_high)
     order = group.sort_values(["advantage", "sample_idx"], ascending=[False, True])
     lines = []
     for _, r in order.iterrows():
@@ -225,7 +239,7 @@ def show_tokens(info: RunInfo, target: Target, group: pd.DataFrame) -> None:
         lines.append(f'<div style="display:flex;gap:8px;align-items:center"><span style="min-width:9em;'
                      f'font-family:monospace;background:{markup.BACKGROUND[kind]};'
                      f'padding:2px 6px;border-radius:4px">i={int(r["sample_idx"])} A={float(r["advantage"]):+.2f}</span>'
-                     f"{markup.tokens_html(toks, mode, eps)}</div>")
+                     f"{markup.tokens_html(toks, mode, bounds)}</div>")
     st.html("".join(lines))
     with st.expander(t("groups.token_table")):
         pick = st.selectbox(t("groups.response"), order["sample_idx"].tolist(), key="groups_token_resp",
@@ -242,6 +256,7 @@ def render(info: RunInfo) -> None:
                "search": t("groups.find.search"), "prompt": t("groups.find.prompt")}
     mode = st.segmented_control(t("groups.find"), list(finders), format_func=finders.get, default="step",
                                 key="groups_mode", required=True) or "step"
+    rating.show_waiting(info)  # the trainer waits for ratings (the `human` reward): that step's groups first
     current = st.session_state.get("groups_current_prompt")
     target = find(info.name, mode, current)
     if target is None:

@@ -16,7 +16,7 @@ import streamlit as st
 
 from grpo_lab.dashboard import ui
 from grpo_lab.dashboard.reading import data
-from grpo_lab.dashboard.views import charts, metrics, series
+from grpo_lab.dashboard.views import charts, markup, metrics, rating, series
 from grpo_lab.dashboard.i18n import t
 from grpo_lab.rundir.reader import run_path, table_parts
 
@@ -48,7 +48,7 @@ def header(info, frame: data.Frame) -> None:
     if (world := ui.world_label(info)) != "—":
         st.caption(t("live.world", world=world))
     if info.error:
-        st.error(t("ui.error", error=info.error))
+        st.error(t("ui.error", error=markup.md(info.error)))  # run text: never markup
 
 
 def doctor_banner(run: str, info) -> None:
@@ -59,11 +59,12 @@ def doctor_banner(run: str, info) -> None:
     stop_reason = (info.status or {}).get("stop_reason")
     worst = "critical" if (found["severity"] == "critical").any() else "warning" if (
         found["severity"] == "warning").any() else "info"
-    lines = [t("live.finding", icon=data.SEVERITY_ICONS.get(r.severity, ""), step=r.step, kind=r.kind,
-               message=r.message, suggestion=r.suggestion)
+    lines = [t("live.finding", icon=data.SEVERITY_ICONS.get(r.severity, ""), step=r.step, kind=markup.md(r.kind),
+               message=markup.md(r.message), suggestion=markup.md(r.suggestion))  # run text: never markup
              for r in found.sort_values("step", ascending=False).head(5).itertuples()]
     more = "\n\n" + t("live.earlier_findings", n=len(found) - 5) if len(found) > 5 else ""
-    head = (t("live.stopped_by_doctor", reason=stop_reason) if stop_reason else t("live.doctor_found")) + "\n\n"
+    head = (t("live.stopped_by_doctor", reason=markup.md(stop_reason)) if stop_reason
+            else t("live.doctor_found")) + "\n\n"
     {"critical": st.error, "warning": st.warning, "info": st.info}[worst](head + "\n".join(lines) + more)
 
 
@@ -120,6 +121,7 @@ def render(run: str, x_mode: str, smoothing: float, extra: list[str], was_active
     frame = data.scalars(run)
     header(info, frame)
     doctor_banner(run, info)
+    rating.waiting_notice(info)  # the `human` reward: the trainer waits for a person's ratings
     ui.warn(info.problems + frame.problems)
     if frame.df.empty:
         st.info(t("live.no_steps"))

@@ -1,5 +1,9 @@
 """Small HTML views for st.html: a group's responses coloured by advantage, tokens coloured by a
-per-token figure. Every piece of run text is escaped; colours are inline styles."""
+per-token figure. Every piece of run text is escaped; colours are inline styles.
+
+Text a run wrote (prompts, prompt ids, completions, errors, events, reward names) is never markup:
+in HTML it goes through `html.escape` (show_text), in Markdown (st.markdown, st.caption, st.error,
+widget labels) through `md` or `code`, so it cannot load an image, make a link or end its code span."""
 
 from __future__ import annotations
 
@@ -18,6 +22,63 @@ BACKGROUND = {"pos": POS, "neg": NEG, "zero": ZERO}  # by the sign of the advant
 
 def adv_class(a: float) -> str:
     return "pos" if a > 0 else "neg" if a < 0 else "zero"
+
+
+CUT_CHARS = 300  # a completion longer than this is cut in tables; the rest is one click away (<details>)
+# What can turn text into markup: links and images ([ ]), HTML (< > &), code spans, emphasis (* and
+# _ at a word's edge), LaTeX ($), tables, headings, strikethrough: each is backslash-escaped.
+# Other punctuation (/ . - : and _ inside a word) stays as it is, so a path or metric name reads the same.
+_MD_SPECIAL = re.compile(r"[\\`*\[\]<>&$~|#!@{}]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+# Bare URLs and e-mail addresses: Streamlit's Markdown (remark-gfm) links them after escapes are
+# resolved, so a backslash cannot stop it; an invisible zero-width space inside the pattern does.
+_AUTOLINK = re.compile(r"(?i)(?<=https)(?=:)|(?<=http)(?=:)|(?<=ftp)(?=:)|(?<=www)(?=\.)|(?<=@)")
+ZWSP = "\u200b"
+
+
+def md(text) -> str:
+    """Run text for a Markdown element (st.markdown, st.caption, st.error, ...), shown as it is:
+    no image, link, emphasis, HTML, LaTeX or Streamlit `:colour[...]`; lines joined (no heading or
+    list can start).
+
+    >>> print(md("![x](http://t.example/a.png) *b* a_b").replace(ZWSP, "|"))
+    \\!\\[x\\](http|://t.example/a.png) \\*b\\* a_b
+    """
+    escaped = _MD_SPECIAL.sub(lambda m: "\\" + m.group(0), " ".join(str(text).splitlines()))
+    return _AUTOLINK.sub(ZWSP, escaped)
+
+
+def code(text) -> str:
+    """Run text as one Markdown code span that no backtick in it can end: the fence is one backtick
+    longer than the longest run inside (CommonMark), spaces pad a leading or trailing backtick.
+
+    >>> code("a`b"), code("``x")
+    ('``a`b``', '``` ``x ```')
+    """
+    text = " ".join(str(text).splitlines())
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def cut_plain(text, limit: int = CUT_CHARS) -> str:
+    """Plain text cut to `limit` characters and "…" (a table cell; the whole text is one click away).
+
+    >>> cut_plain("abcdef", 3), cut_plain("abc", 3)
+    ('abc…', 'abc')
+    """
+    text = "" if text is None else str(text)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def cut_text(text, markers: bool = True, limit: int = CUT_CHARS) -> str:
+    """show_text, cut to `limit` characters with the whole text one click away (an HTML <details>)."""
+    text = "" if text is None else str(text)
+    if len(text) <= limit:
+        return show_text(text, markers)
+    more = t("markup.more", n=f"{len(text):,}")
+    return (f'<details class="grpo-cut"><summary>{show_text(text[:limit], markers)}… <i>{html.escape(more)}</i>'
+            f"</summary>{show_text(text, markers)}</details>")
 
 
 def _fmt(v, digits: int = 3) -> str:
@@ -57,35 +118,62 @@ def chat_turns(prompt: str) -> list[tuple[str, str]]:
 CELL = "padding:3px 8px;border-bottom:1px solid rgba(128,128,128,.25);text-align:left;"
 
 
+def extra_columns(group: pd.DataFrame) -> list[str]:
+    """What the rewards logged beside their scores (`extra/<name>`, TRL's log_extra, verl's extras)
+    and the reference answer (`answer`), where the group has any value of them."""
+    named = [c for c in group.columns if c.startswith("extra/")] + (["answer"] if "answer" in group else [])
+    return [c for c in named if group[c].notna().any()]
+
+
+def _cell(v, markers: bool) -> str:
+    """A number as _fmt writes it; text (a logged extra, a reference) escaped and cut."""
+    if isinstance(v, str):
+        return cut_text(v, markers, limit=80)
+    return _fmt(v)
+
+
+WRAP = "overflow-wrap:anywhere;word-break:break-word;min-width:12em;"
+
+
 def responses_table(group: pd.DataFrame, reward_columns: list[str], compact: bool = False,
                     markers: bool = True) -> str:
-    """The G responses sorted by advantage (highest first), each row tinted by the sign of A_i."""
+    """The G responses sorted by advantage (highest first), each row tinted by the sign of A_i.
+
+    A_i and the rewards come first so a long completion never pushes them off-screen; the
+    completion is cut at CUT_CHARS with the rest one click away, and breaks anywhere (a completion
+    with no spaces cannot widen the table)."""
     rows = group.sort_values(["advantage", "sample_idx"], ascending=[False, True])
     extra = [] if compact else ["length", "truncated", "ratio_mean", "clip_frac", "kl_mean"]
     extra = [c for c in extra if c in rows]
+    logged = extra_columns(rows)
     words = {"completion": t("col.completion"), "reward": t("col.reward"), "length": t("col.length"),
-             "truncated": t("col.truncated")}
-    head = [words.get(c, c) for c in ("i", "completion", "reward", *[c.split("/", 1)[1] for c in reward_columns],
-                                      "A_i", *extra)]
+             "truncated": t("col.truncated"), "answer": t("col.answer")}
+    head = [words.get(c, c) for c in ("i", "A_i", "reward", *[c.split("/", 1)[1] for c in reward_columns],
+                                      *[c if c == "answer" else c.split("/", 1)[1] for c in logged],
+                                      "completion", *extra)]
     out = ['<table class="grpo-responses" style="border-collapse:collapse;width:100%;font-size:0.9rem">',
            "<thead><tr>" + "".join(f'<th style="{CELL}">{html.escape(h)}</th>' for h in head) + "</tr></thead><tbody>"]
     for _, r in rows.iterrows():
         kind = adv_class(float(r["advantage"]))
         colour = BACKGROUND[kind]
-        cells = [_fmt(r["sample_idx"]), f'<code>{show_text(r["completion"], markers)}</code>', _fmt(r.get("reward")),
-                 *[_fmt(r.get(c)) for c in reward_columns],
-                 f'<b>{float(r["advantage"]):+.3f}</b>',
-                 *[("✂ " + t("common.yes") if r[c] else "") if c == "truncated" else _fmt(r[c]) for c in extra]]
+        cells = [(_fmt(r["sample_idx"]), ""), (f'<b>{float(r["advantage"]):+.3f}</b>', ""), (_fmt(r.get("reward")), ""),
+                 *[(_fmt(r.get(c)), "") for c in reward_columns],
+                 *[(_cell(r.get(c), markers), WRAP) for c in logged],
+                 (f'<code>{cut_text(r["completion"], markers)}</code>', WRAP),
+                 *[(("✂ " + t("common.yes") if r[c] else "") if c == "truncated" else _fmt(r[c]), "") for c in extra]]
         out.append(f'<tr class="adv-{kind}" data-adv="{kind}" style="background:{colour}">'
-                   + "".join(f'<td style="{CELL}">{c}</td>' for c in cells) + "</tr>")
+                   + "".join(f'<td style="{CELL}{style}">{c}</td>' for c, style in cells) + "</tr>")
     out.append("</tbody></table>")
     return "".join(out)
 
 
-def _token_colour(row: pd.Series, mode: str, eps: float, kl_max: float, adv_max: float) -> str:
+def _token_colour(row: pd.Series, mode: str, bounds: tuple[float, float], kl_max: float, adv_max: float) -> str:
     if mode == "ratio":
-        r = float(row["ratio"])
-        t = min(abs(r - 1.0) / max(eps, 1e-6), 1.0)
+        # a ratio below 1 is measured against the lower bound (1 - epsilon), above 1 against the
+        # upper one (1 + epsilon_high): with clip-higher the two sides are not the same distance
+        r, (low, high) = float(row["ratio"]), bounds
+        span = (high - 1.0) if r >= 1 else (1.0 - low)
+        t = min(abs(r - 1.0) / max(span, 1e-6), 1.0)
         return f"rgba(255,140,0,{0.1 + 0.6 * t:.2f})" if r >= 1 else f"rgba(30,120,230,{0.1 + 0.6 * t:.2f})"
     if mode == "clipped":
         return "rgba(215,48,39,0.55)" if bool(row.get("clipped", False)) else ZERO
@@ -97,8 +185,9 @@ def _token_colour(row: pd.Series, mode: str, eps: float, kl_max: float, adv_max:
     return f"rgba(26,152,80,{0.1 + 0.6 * t:.2f})" if a > 0 else f"rgba(215,48,39,{0.1 + 0.6 * t:.2f})" if a < 0 else ZERO
 
 
-def tokens_html(tokens: pd.DataFrame, mode: str, eps: float = 0.2) -> str:
-    """One completion's tokens as coloured chips; hover shows every per-token figure."""
+def tokens_html(tokens: pd.DataFrame, mode: str, bounds: tuple[float, float] = (0.8, 1.2)) -> str:
+    """One completion's tokens as coloured chips; hover shows every per-token figure. bounds: the
+    clip range (1 - epsilon, 1 + epsilon_high) as the run logged it: a ratio at a bound is full colour."""
     if tokens.empty:
         return ""
     kl = tokens["kl"].to_numpy(dtype=float) if "kl" in tokens else np.zeros(len(tokens))
@@ -116,6 +205,7 @@ def tokens_html(tokens: pd.DataFrame, mode: str, eps: float = 0.2) -> str:
                + (t("markup.tip_clipped") if clipped else ""))
         chips.append(f'<span class="tok{" tok-clipped" if clipped else ""}" title="{html.escape(tip)}" '
                      f'style="display:inline-block;margin:2px;padding:2px 6px;border-radius:4px;'
-                     f'font-family:monospace;border:{border};background:{_token_colour(row, mode, eps, kl_max, adv_max)}">'
+                     f'font-family:monospace;border:{border};'
+                     f'background:{_token_colour(row, mode, bounds, kl_max, adv_max)}">'
                      f"{show_text(row['token'])}</span>")
     return '<div class="grpo-tokens" style="line-height:2">' + "".join(chips) + "</div>"

@@ -7,6 +7,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from grpo_lab.dashboard.i18n import t
+from grpo_lab.rundir.metrics import reward_logged
 from grpo_lab.trainer.timing import PHASES, RANK_PHASES  # plain names: no torch
 
 
@@ -34,7 +35,7 @@ RANK_METRICS = tuple(f"time/{phase}_s_{which}" for phase in RANK_PHASES for whic
 
 def reward_metrics(columns: list[str]) -> tuple[str, ...]:
     """reward/mean, then each reward function's mean (rewards/<fn>/mean)."""
-    per_fn = sorted(c for c in columns if c.startswith("rewards/") and c.endswith("/mean"))
+    per_fn = sorted(c for c in columns if c.startswith("rewards/") and c.endswith("/mean") and not reward_logged(c))
     return ("reward/mean", *per_fn)
 
 
@@ -44,6 +45,9 @@ def panels(columns: list[str]) -> list[Panel]:
     present = set(columns)
     out = [
         Panel(t("panel.reward.title"), reward_metrics(columns), t("panel.reward.help"), t("unit.reward")),
+        # what TRL reward functions logged with log_metric, beside the rewards they explain
+        Panel(t("panel.reward_log.title"), tuple(sorted(c for c in columns if reward_logged(c))),
+              t("panel.reward_log.help"), ""),
         Panel(t("panel.eval.title"), ("eval/accuracy", "eval/reward_mean"), t("panel.eval.help"), t("unit.score")),
         Panel(t("panel.advantage.title"), ("advantage/std", "advantage/min", "advantage/max"),
               t("panel.advantage.help"), "A", section="update"),

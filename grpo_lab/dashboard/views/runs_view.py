@@ -10,6 +10,7 @@ import streamlit as st
 from grpo_lab.dashboard import ui
 from grpo_lab.dashboard.launching import launch_form, launcher
 from grpo_lab.dashboard.reading import data
+from grpo_lab.dashboard.views import markup
 from grpo_lab.dashboard.i18n import t
 from grpo_lab.rundir.layout import SOURCES_KEY
 from grpo_lab.rundir.reader import tail
@@ -82,11 +83,11 @@ def actions(name: str, runs, pending) -> None:
                        on_click=act, args=("dismiss", name))
     kind, message = st.session_state.pop("runs_message", (None, None))
     if message:
-        (st.success if kind == "success" else st.error)(message)
+        (st.success if kind == "success" else st.error)(markup.md(message))  # may quote a run's text
     if info is not None:
         ui.warn(info.problems)
         if info.error:
-            st.error(t("ui.error", error=info.error))
+            st.error(t("ui.error", error=markup.md(info.error)))
         if info.config:
             with st.expander(t("runs.options")):
                 options = options_table(info.config)

@@ -92,8 +92,6 @@ def metrics(logs: dict[str, Any], differing: frozenset[str] | set[str] = frozens
 def options(args: dict[str, Any]) -> dict[str, Any]:
     """Our config fields for the GRPOConfig options that map to ours (others: see `trl_options`)."""
     out = {ours: args[theirs] for theirs, ours in OPTIONS.items() if theirs in args}
-    if out.get("epsilon_high") is None and "epsilon" in out:
-        out["epsilon_high"] = out["epsilon"]
     scale = {True: "group", False: "none"}.get(args.get("scale_rewards"), args.get("scale_rewards"))
     known = {"std_mode": STD_MODES, "loss_aggregation": LOSS_AGGREGATIONS}  # what our objective can compute
     for theirs, (ours, values) in VALUE_OPTIONS.items():

@@ -4,11 +4,14 @@ once as a column: `(step, group)` identifies a group exactly (docs/run-directory
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
+
+from grpo_lab.objective.options import group_of
 
 ID_MAX_CHARS = 40
 
@@ -55,7 +58,7 @@ def blocks(n: int, group_size: int, first_group: int = 0) -> tuple[list[int], li
     >>> blocks(6, 3, first_group=2)
     ([2, 2, 2, 3, 3, 3], [0, 1, 2, 0, 1, 2])
     """
-    return [first_group + i // group_size for i in range(n)], [i % group_size for i in range(n)]
+    return [first_group + group_of(i, group_size) for i in range(n)], [i % group_size for i in range(n)]
 
 
 def weighted_total(per_fn: dict[str, Sequence[float | None]], weights: dict[str, float]) -> list[float | None]:
@@ -81,8 +84,10 @@ def _number(value: Any) -> float | None:
 def columns(*, step: int, group: Sequence[int], sample_idx: Sequence[int], prompt: Sequence[str],
             completion: Sequence[str], reward: Sequence[float | None], advantage: Sequence[float],
             per_fn: dict[str, Sequence[float | None]] | None = None,
-            extra: dict[str, Sequence[float | None]] | None = None) -> dict[str, pa.Array]:
-    """Typed columns of tables/samples for one step's rows (NaN rewards become null)."""
+            extra: dict[str, Sequence[Any] | pa.Array] | None = None,
+            answer: Sequence[str | None] | None = None) -> dict[str, pa.Array]:
+    """Typed columns of tables/samples for one step's rows (NaN rewards become null). extra: the
+    `extra/<name>` columns (see extra_columns); answer: the reference answer, when the source has one."""
     floats = lambda values: pa.array([_number(v) for v in values], pa.float64())  # noqa: E731
     out = {
         "step": pa.array([step] * len(prompt), pa.int64()),
@@ -95,5 +100,49 @@ def columns(*, step: int, group: Sequence[int], sample_idx: Sequence[int], promp
         "advantage": pa.array([float(a) for a in advantage], pa.float64()),
     }
     out.update({f"rewards/{fn}": floats(v) for fn, v in (per_fn or {}).items()})
-    out.update({name: floats(v) for name, v in (extra or {}).items()})
+    out.update({name: v if isinstance(v, pa.Array) else floats(v) for name, v in (extra or {}).items()})
+    if answer is not None:
+        out["answer"] = pa.array(answer, pa.string())
     return out
+
+
+EXTRA_PREFIX = "extra/"  # the native trainer's name for what a reward logged (docs/run-directory.md)
+
+
+def extra_columns(values: dict[str, Sequence[Any]], kinds: dict[str, str]) -> dict[str, pa.Array]:
+    """A source's per-completion extras as `extra/<name>` columns: numbers (true/false as 1/0) while
+    every value of the column is one, else text (objects as JSON). A column's kind is fixed where
+    it first appears (`kinds`, kept across steps), so every part file of the run agrees on it.
+
+    >>> cols = extra_columns({"acc": [True, None], "pred": ["4", 5]}, {})
+    >>> cols["extra/acc"].to_pylist(), cols["extra/pred"].to_pylist()
+    ([1.0, None], ['4', '5'])
+    """
+    out = {}
+    for name, column in values.items():
+        column = [v.tolist() if hasattr(v, "tolist") else v for v in column]  # numpy values, as pandas gives them
+        numeric = all(v is None or isinstance(v, (int, float)) for v in column)  # bool is an int: 1/0
+        kind = kinds.setdefault(name, "number" if numeric else "text")
+        if kind == "number":
+            out[EXTRA_PREFIX + name] = pa.array([_extra_number(v) for v in column], pa.float64())
+        else:
+            out[EXTRA_PREFIX + name] = pa.array([_extra_text(v) for v in column], pa.string())
+    return out
+
+
+def _nan(v: Any) -> bool:
+    return isinstance(v, float) and math.isnan(v)
+
+
+def _extra_number(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not _nan(v) else None
+
+
+def _extra_text(v: Any) -> str | None:
+    if v is None or _nan(v):
+        return None
+    if isinstance(v, str):
+        return v
+    if isinstance(v, (list, dict, tuple)):
+        return json.dumps(v, default=str, ensure_ascii=False)
+    return f"{v:g}" if isinstance(v, float) else str(v)

@@ -9,6 +9,11 @@ What TRL leaves there (GRPOTrainer, trl 1.16):
   (num_iterations > 1) is written again at each; the copies are left out here. An evaluation
   logs too, and rewrites its step's file with the evaluation's completions (which stay in the
   log until the next generation): the files of evaluated steps, and their repeats, are left out.
+  A batch is written at the step that generated it, the first to train on it. With
+  steps_per_generation > gradient_accumulation_steps it is trained over several steps, but TRL
+  shuffles it before splitting it, so which of them trained which completion is recorded nowhere.
+  Columns that are neither required nor a reward function are what rewards logged with
+  `log_extra`: kept as `extra/<name>` (numbers, else text), the native trainer's naming.
 - `trainer_state.json` (`trainer.save_state()`, or inside each `checkpoint-<step>/`):
   `log_history`, one record per log call with the metrics and `step`.
 """
@@ -23,11 +28,11 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from grpo_lab.rundir.importers import names, samples
+from grpo_lab.rundir.importers import limits, names, samples, weights
 from grpo_lab.rundir.importers.build import SourceError, finish, open_writer, scalar_row
 from grpo_lab.rundir.layout import RunPaths
 
-COMPLETIONS_RE = re.compile(r"^completions_(\d+)\.parquet$")
+COMPLETIONS_RE = re.compile(r"^completions_(.+)\.parquet$")
 REQUIRED = ("step", "prompt", "completion", "advantage")
 
 
@@ -39,26 +44,46 @@ def state_file(source: Path) -> Path | None:
     """trainer_state.json of the folder, else of its latest checkpoint-<step>/."""
     if (source / "trainer_state.json").is_file():
         return source / "trainer_state.json"
-    checkpoints = [(int(p.name.split("-")[1]), p) for p in source.glob("checkpoint-*")
-                   if p.name.split("-")[1].isdigit() and (p / "trainer_state.json").is_file()]
-    return max(checkpoints)[1] / "trainer_state.json" if checkpoints else None
+    checkpoints = latest_checkpoints(source)
+    return next((p / "trainer_state.json" for p in checkpoints if (p / "trainer_state.json").is_file()), None)
+
+
+def latest_checkpoints(source: Path) -> list[Path]:
+    """checkpoint-<step>/ folders, latest first (names that are not checkpoint-<ASCII digits> are skipped)."""
+    found = [(int(p.name[11:]), p) for p in source.glob("checkpoint-*")
+             if limits.ASCII_STEP.fullmatch(p.name[11:]) and len(p.name) < 40 and p.is_dir()]
+    return [p for _, p in sorted(found, reverse=True)]
 
 
 def completion_files(source: Path) -> list[tuple[int, Path]]:
+    """completions_<step>.parquet by step: steps in ASCII digits up to limits.MAX_STEP, one file per step."""
     folder = source / "completions"
-    found = [(int(m.group(1)), p) for p in folder.glob("*.parquet") if (m := COMPLETIONS_RE.match(p.name))]
-    return sorted(found)
+    found = [(limits.step_number(m.group(1), p), p) for p in folder.glob("*.parquet")
+             if (m := COMPLETIONS_RE.match(p.name)) and (m.group(1).isdigit() or m.group(1).isdecimal()
+                                                         or limits.ASCII_STEP.fullmatch(m.group(1)))]
+    return limits.unique_steps(found)
 
 
 def read_state(path: Path | None) -> dict[str, Any]:
     if path is None:
         return {"log_history": []}
-    try:
-        state = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise SourceError(f"{path}: expected TRL's trainer_state.json (JSON); {type(exc).__name__}: {exc}") from None
+    with limits.open_regular(path) as fh:
+        raw = fh.read(limits.MAX_STATE_BYTES + 1)
+    if len(raw) > limits.MAX_STATE_BYTES:
+        raise SourceError(f"{path}: larger than {limits.MAX_STATE_BYTES >> 20} MiB; not TRL's trainer_state.json")
+    try:  # NaN and Infinity stay: the Trainer writes a diverged loss or grad norm that way
+        state = json.loads(raw.decode("utf-8"))
+    except RecursionError:
+        raise SourceError(f"{path}: JSON nested deeper than Python can read; not TRL's trainer_state.json") from None
+    except ValueError as exc:
+        raise SourceError(f"{path}: expected TRL's trainer_state.json (JSON); {type(exc).__name__}: "
+                          f"{str(exc)[:200]}") from None
     if not isinstance(state, dict) or not isinstance(state.get("log_history"), list):
         raise SourceError(f"{path}: expected trainer_state.json with a log_history list")
+    for i, record in enumerate(state["log_history"]):
+        step = record.get("step") if isinstance(record, dict) else None
+        if isinstance(step, int) and not isinstance(step, bool) and not 0 <= step <= limits.MAX_STEP:
+            raise SourceError(f"{path}: log_history[{i}]: step {step} is outside 0..{limits.MAX_STEP}")
     return state
 
 
@@ -72,20 +97,31 @@ def convert(source: Path, paths: RunPaths, *, name: str, std_mode: str, group_si
     history = [r for r in state["log_history"] if isinstance(r, dict) and isinstance(r.get("step"), int)]
     fn_names = sorted({k.split("/")[1] for r in history for k in r
                        if k.startswith("rewards/") and k.endswith("/mean") and k.count("/") == 2})
-    group_size = group_size or infer_group_size(files)
-    writer = open_writer(paths)
-    times = {step: path.stat().st_mtime for step, path in files}
-    start = min(times.values()) if times else None
+    fn_names = fn_names or sorted(reward_weights)  # no trainer_state.json: the functions the option names
     evaluated = {r["step"] for r in history if any(k.startswith("eval_") for k in r)}
-    previous = None
+    # Pass 1: which files hold a new training batch, num_generations, and each batch's reward terms.
+    kept, terms, batches, previous = [], {}, [], None
     for step, path in files:
         df = read_completions(path)
         key = (df["prompt"].astype(str).tolist(), df["completion"].astype(str).tolist(), df["advantage"].tolist())
-        if key == previous or step in evaluated:
-            previous = key
-            continue  # a batch logged again, or the evaluation's completions (see the module docstring)
+        if key != previous and step not in evaluated:  # else a batch logged again, or an evaluation's (docstring)
+            kept.append((step, path))
+            _, _, per_fn, advantage = checked(path, df, fn_names)
+            if fn_names:
+                terms[step] = weights.batch_terms(per_fn)
+                batches.append((per_fn, advantage))
         previous = key
-        write_step(writer, path, df, group_size=group_size, fn_names=fn_names, weights=reward_weights)
+    group_size = group_size or infer_group_size(kept)
+    w = run_weights(source, fn_names, reward_weights, history, {s: t for s, t in terms.items() if t},
+                    lambda found: weights.reproduces_advantages(batches, found, group_size) if batches else None)
+
+    writer = open_writer(paths)
+    times = {step: path.stat().st_mtime for step, path in files}
+    start = min(times.values()) if times else None
+    kinds: dict[str, str] = {}  # extra column -> number or text, fixed where it first appears
+    for step, path in kept:  # a batch at the step that generated it (see the module docstring)
+        write_step(writer, path, read_completions(path), step=step, group_size=group_size, fn_names=fn_names,
+                   weights=w, kinds=kinds)
 
     rows: dict[int, dict[str, float]] = {}
     for record in history:  # training, evaluation and end-of-training records of a step make one row
@@ -100,7 +136,7 @@ def convert(source: Path, paths: RunPaths, *, name: str, std_mode: str, group_si
         "advantage_epsilon": 1e-4,  # TRL divides by std + 1e-4
         "model": model_name(source), "task": "TRL train_dataset", "group_size": group_size,
         "std_mode": std_mode, "max_steps": state.get("max_steps") or last, "token_detail_groups": 0,
-        "rewards": {fn: reward_weights.get(fn, 1.0) for fn in fn_names},
+        "rewards": w, "reward_weights_from": "--reward-weights" if reward_weights else "the run's logged reward",
         "trl/logging_steps": state.get("logging_steps"), "trl/train_batch_size": state.get("train_batch_size"),
         "imported_from": str(source.resolve()),
     }
@@ -108,7 +144,48 @@ def convert(source: Path, paths: RunPaths, *, name: str, std_mode: str, group_si
            started_at=start, updated_at=max(times.values()) if times else None)
 
 
+def run_weights(source: Path, fns: list[str], given: dict[str, float], history: list[dict[str, Any]],
+                terms: dict[int, dict[str, float]], confirm) -> dict[str, float]:
+    """The reward weights: --reward-weights when given (for exactly the run's functions), else read
+    back from the logged reward (importers/weights.py) and confirmed by TRL's advantages
+    (`confirm(w)`: None when there are no completions to check with, then only an overdetermined
+    fit counts), else a refusal naming the option."""
+    example = ",".join(f"{fn}=1" for fn in fns) or "<function>=1"
+    if given:
+        if fns and set(given) != set(fns):
+            raise SourceError(f"--reward-weights: expected a weight for each of the run's reward functions "
+                              f"({', '.join(fns)}); got {', '.join(sorted(given))}")
+        return {fn: given[fn] for fn in fns}
+    if not fns:
+        raise SourceError(f"{source}: no trainer_state.json with rewards/<function>/mean: give the reward "
+                          "functions and their weights with --reward-weights name=weight,... (the reward columns "
+                          "of the completions files)")
+    logged = {r["step"]: r["reward"] for r in history if isinstance(r.get("reward"), (int, float))
+              and not any(k.startswith("eval_") for k in r)}
+    from_files = [(terms[s], float(v)) for s, v in logged.items() if s in terms]
+    from_means = [({fn: _float(r.get(f"rewards/{fn}/mean")) for fn in fns}, float(r["reward"])) for r in history
+                  if r.get("step") in logged and "reward" in r and not any(k.startswith("eval_") for k in r)]
+    found = None
+    for equations in (from_files, from_means):
+        fitted = weights.fit(fns, equations)
+        verdict = None if fitted is None else confirm(fitted)
+        if fitted is not None and (verdict or (verdict is None and len(equations) > len(fns))
+                                   or (len(fns) == 1 and verdict is not False)):
+            found = fitted
+            break
+    if found is None:
+        raise SourceError(f"{source}: the reward weights cannot be read back from the logged reward (too few "
+                          f"logged steps, or a reward aggregation other than TRL's weighted sum): give them, e.g. "
+                          f"--reward-weights {example}")
+    return found
+
+
+def _float(value: Any) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
+
+
 def read_completions(path: Path):
+    limits.require_regular(path)  # pyarrow would wait on a FIFO for good
     try:
         df = pq.read_table(path).to_pandas()
     except Exception as exc:  # noqa: BLE001 - any unreadable file is the source's problem, named
@@ -134,31 +211,69 @@ def infer_group_size(files: list[tuple[int, Path]]) -> int:
     return max(g, 1)
 
 
-def write_step(writer, path: Path, df, *, group_size: int, fn_names: list[str], weights: dict[str, float]) -> None:
+def write_step(writer, path: Path, df, *, step: int, group_size: int, fn_names: list[str],
+               weights: dict[str, float], kinds: dict[str, str]) -> None:
     n = len(df) - len(df) % group_size
     if n == 0:
         return
     df = df.iloc[len(df) - n:]
-    prompts = [samples.text(p) for p in df["prompt"]]
+    prompts, completions, per_fn, advantage = checked(path, df, fn_names)
     for start in range(0, n, group_size):
         if len(set(prompts[start:start + group_size])) > 1:
             raise SourceError(f"{path}: rows {start}-{start + group_size - 1}: expected a block of {group_size} "
                               "completions of one prompt (TRL's order); pass the run's --group-size (num_generations)")
-    numeric = [c for c in df.columns if c not in REQUIRED and df[c].dtype.kind in "fiu"]
-    fns = [c for c in numeric if c in fn_names] if fn_names else numeric
-    per_fn = {fn: df[fn].astype(float).tolist() for fn in fns}
+    skip = {*REQUIRED, *fn_names, "image", "images"}
+    logged = [c for c in df.columns if c not in skip]
+    if len(logged) > limits.MAX_EXTRAS or any(len(str(c)) > limits.MAX_NAME_CHARS for c in logged):
+        raise SourceError(f"{path}: at most {limits.MAX_EXTRAS} log_extra columns with names of at most "
+                          f"{limits.MAX_NAME_CHARS} characters")
+    extra = samples.extra_columns({str(c): df[c].tolist() for c in logged}, kinds)
     group, sample_idx = samples.blocks(n, group_size)
     writer.log("samples", samples.columns(
-        step=int(df["step"].iloc[0]), group=group, sample_idx=sample_idx, prompt=prompts,
-        completion=[samples.text(c) for c in df["completion"]], reward=samples.weighted_total(per_fn, weights),
-        advantage=df["advantage"].astype(float).tolist(), per_fn=per_fn))
+        step=step, group=group, sample_idx=sample_idx, prompt=prompts, completion=completions,
+        reward=samples.weighted_total(per_fn, weights), advantage=advantage, per_fn=per_fn, extra=extra))
     writer.flush()
 
 
+def checked(path: Path, df, fn_names: list[str]):
+    """prompts, completions, {fn: scores} and advantages of a completions table, each value within
+    importers/limits.py (row numbers count from 0, as pandas shows them)."""
+    missing = [fn for fn in fn_names if fn not in df]
+    if missing:
+        raise SourceError(f"{path}: expected a column for each reward function; missing {', '.join(missing)}")
+    prompts = [limits.text(samples.text(p), f"{path}: row {i}", "prompt") for i, p in enumerate(df["prompt"])]
+    completions = [limits.text(samples.text(c), f"{path}: row {i}", "completion")
+                   for i, c in enumerate(df["completion"])]
+    per_fn = {fn: [_reward(v, f"{path}: row {i}", fn) for i, v in enumerate(df[fn])] for fn in fn_names}
+    advantage = [limits.number(_plain(a), f"{path}: row {i}", "advantage") for i, a in enumerate(df["advantage"])]
+    return prompts, completions, per_fn, advantage
+
+
+def _plain(value: Any) -> Any:
+    return value.tolist() if hasattr(value, "tolist") else value  # a numpy scalar (or array) as Python's
+
+
+def _reward(value: Any, where: str, fn: str) -> float:
+    """A function's score: NaN (TRL's None: not scored) passes, anything else must be a finite number."""
+    value = _plain(value)
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return math.nan
+    return limits.number(value, where, fn)
+
+
 def model_name(source: Path) -> str:
-    """The saved model's config (`_name_or_path`, else its architecture), when the folder has one."""
-    try:
-        config = json.loads((source / "config.json").read_text())
-        return str(config.get("_name_or_path") or (config.get("architectures") or ["unknown"])[0])
-    except (OSError, ValueError, AttributeError):
-        return "unknown"
+    """The saved model's config.json (`_name_or_path`, else its architecture), in the folder or its
+    latest checkpoint; "unknown" when there is none."""
+    for folder in (source, *latest_checkpoints(source)):
+        path = folder / "config.json"
+        if not path.is_file():
+            continue
+        try:
+            with limits.open_regular(path) as fh:
+                config = json.loads(fh.read(1 << 20).decode("utf-8"))
+            name = config.get("_name_or_path") or (config.get("architectures") or [None])[0]
+        except (SourceError, ValueError, RecursionError, AttributeError, TypeError, IndexError):
+            continue
+        if isinstance(name, str) and name:
+            return name[:200]
+    return "unknown"

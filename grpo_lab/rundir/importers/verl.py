@@ -2,87 +2,156 @@
 
 verl's trainer, given `trainer.rollout_data_dir=DIR`, writes `DIR/<step>.jsonl` after each step:
 one JSON object per completion with `input` (the prompt, decoded), `output` (the response),
-`score` (its total reward), `step`, and, depending on the version, `gts` (the reference answer)
-and the reward function's extra values. Nothing says which rows form a group, and the advantages
-are not in the dump: a group is the rows of one step with the same input, and the advantages are
-recomputed here with `grpo_lab.trainer.objective.group_advantages` (config.json says
-`advantage_source: "recomputed"` and which std_mode was used). verl's GRPO divides by the N-1
-std (std_mode "sample", which also is the default here), plus an epsilon of 1e-6.
+`score` (its total reward), `step`, and, depending on the version, `gts` (the reference answer),
+`uid` (the prompt's id in the batch) and the reward function's extra values (`acc`, `pred`, ...).
+The advantages are not in the dump: they are recomputed here with
+`grpo_lab.trainer.objective.group_advantages` (config.json says `advantage_source: "recomputed"`
+and which std_mode was used). verl's GRPO divides by the N-1 std (std_mode "sample", which also is
+the default here), plus an epsilon of 1e-6.
+
+Groups: the rows of one step with the same `uid` when the dump has it; else consecutive blocks of
+n rows (verl repeats each prompt's n responses one after the other, `repeat(interleave=True)`).
+Never by prompt text alone: one prompt drawn twice in a step is two groups, as verl trained it
+(`groups` says how n is found, and when the rows cannot be split and the import refuses). What
+each line may hold: importers/limits.py.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
+import os
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from grpo_lab.rundir.importers import samples
+from grpo_lab.rundir.importers import limits, samples
 from grpo_lab.rundir.importers.build import SourceError, finish, open_writer, scalar_row
 from grpo_lab.rundir.layout import RunPaths
 from grpo_lab.trainer.objective import group_advantages
 
-KNOWN = ("input", "output", "score", "step", "gts")
-EXTRA_PREFIX = "verl/"
+KNOWN = ("input", "output", "score", "step", "uid")
+EXPECTED = "a JSON object with input (text), output (text) and score (number)"
 
 
 def step_files(source: Path) -> list[tuple[int, Path]]:
-    return sorted((int(p.stem), p) for p in source.glob("*.jsonl") if p.stem.isdigit())
+    """`<step>.jsonl` files, by step. A name that only looks like a number (`².jsonl`), a step
+    wider than a run directory holds, or two files of one step are refused."""
+    found = []
+    try:
+        entries = list(os.scandir(source))
+    except OSError as exc:
+        raise SourceError(f"{source}: cannot be listed ({exc.strerror})") from None
+    for entry in entries:
+        stem, dot, ext = entry.name.rpartition(".")
+        if dot and ext == "jsonl" and (stem.isdigit() or stem.isdecimal() or limits.ASCII_STEP.fullmatch(stem)):
+            found.append((limits.step_number(stem, Path(entry.path)), Path(entry.path)))
+    return limits.unique_steps(found)
 
 
 def looks_like(source: Path) -> bool:
-    return bool(step_files(source))
+    try:
+        return any(e.name.endswith(".jsonl") for e in os.scandir(source))
+    except OSError:
+        return False
 
 
 def read_rows(path: Path) -> list[dict[str, Any]]:
-    expected = "a JSON object with input (text), output (text) and score (number)"
+    """The file's rows, each line checked (limits.py); one line naming file:line for the first bad one."""
     rows = []
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SourceError(f"{path}: expected verl's rollout dump (JSON lines); {type(exc).__name__}: {exc}") from None
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except ValueError:
-            raise SourceError(f"{path}:{number}: expected {expected}; the line is not JSON") from None
-        if not isinstance(row, dict):
-            raise SourceError(f"{path}:{number}: expected {expected}; got {type(row).__name__}")
-        bad = [k for k, ok in (("input", isinstance(row.get("input"), str)),
-                               ("output", isinstance(row.get("output"), str)),
-                               ("score", "score" in row and (row["score"] is None or _is_number(row["score"]))))
-               if not ok]
-        if bad:
-            raise SourceError(f"{path}:{number}: expected {expected}; {', '.join(bad)} missing or of the wrong type")
-        rows.append(row)
+    with limits.open_regular(path) as fh:
+        number = 0
+        while line := fh.readline(limits.MAX_LINE_BYTES + 1):
+            number += 1
+            where = f"{path}:{number}"
+            if len(line) > limits.MAX_LINE_BYTES:
+                raise SourceError(f"{where}: the line is longer than {limits.MAX_LINE_BYTES >> 20} MiB")
+            if line.strip():
+                rows.append(parse_line(line, where))
     if not rows:
-        raise SourceError(f"{path}: expected verl's rollout dump, one {expected} per line; the file is empty")
+        raise SourceError(f"{path}: expected verl's rollout dump, one {EXPECTED} per line; the file is empty")
     return rows
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+def parse_line(line: bytes, where: str) -> dict[str, Any]:
+    try:
+        row = json.loads(line.decode("utf-8"), parse_constant=limits.refuse_constant)
+    except UnicodeDecodeError:
+        raise SourceError(f"{where}: expected {EXPECTED}; the line is not UTF-8") from None
+    except RecursionError:
+        raise SourceError(f"{where}: JSON nested deeper than {limits.MAX_DEPTH} levels") from None
+    except ValueError as exc:
+        why = str(exc) if "finite" in str(exc) else "the line is not JSON"
+        raise SourceError(f"{where}: expected {EXPECTED}; {why}") from None
+    if not isinstance(row, dict):
+        raise SourceError(f"{where}: expected {EXPECTED}; got {type(row).__name__}")
+    if limits.depth(row) > limits.MAX_DEPTH:
+        raise SourceError(f"{where}: JSON nested deeper than {limits.MAX_DEPTH} levels")
+    bad = [k for k, ok in (("input", isinstance(row.get("input"), str)),
+                           ("output", isinstance(row.get("output"), str)),
+                           ("score", "score" in row)) if not ok]
+    if bad:
+        raise SourceError(f"{where}: expected {EXPECTED}; {', '.join(bad)} missing or of the wrong type")
+    row["score"] = None if row["score"] is None else limits.number(row["score"], where, "score")
+    limits.text(row["input"], where, "input")
+    limits.text(row["output"], where, "output")
+    extras = [k for k in row if k not in KNOWN]
+    if len(extras) > limits.MAX_EXTRAS or any(len(k) > limits.MAX_NAME_CHARS for k in extras):
+        raise SourceError(f"{where}: at most {limits.MAX_EXTRAS} extra keys of at most {limits.MAX_NAME_CHARS} "
+                          "characters each (each becomes a column)")
+    for key, value in row.items():
+        if key not in KNOWN and isinstance(value, (int, float)) and not isinstance(value, bool):
+            row[key] = limits.number(value, where, key)
+        elif key not in KNOWN and isinstance(value, str):
+            limits.text(value, where, key)
+    return row
 
 
-def convert(source: Path, paths: RunPaths, *, name: str, std_mode: str) -> None:
+def groups(rows: list[dict[str, Any]], path: Path, group_size: int | None = None) -> list[list[int]]:
+    """Row indices of each group, in order of first appearance (see the module docstring).
+
+    Without a uid: n is --group-size, else the gcd of how often each input appears in the step
+    (a prompt drawn twice has 2n rows). Rows in consecutive blocks of n responses to one input
+    (verl's order) are those blocks: a prompt drawn twice is two groups. Rows in another order (a
+    dump after verl's balance_batch) are grouped by input only while that is unambiguous: every
+    input appears n times; an input seen more often is refused, not merged."""
+    if all(isinstance(r.get("uid"), (str, int)) and not isinstance(r.get("uid"), bool) for r in rows):
+        return _by_key(rows, "uid")
+    members = _by_key(rows, "input")
+    n = group_size or functools.reduce(math.gcd, (len(m) for m in members))
+    blocks = [list(range(s, min(s + n, len(rows)))) for s in range(0, len(rows), n)]
+    if all(len(b) == n and len({rows[i]["input"] for i in b}) == 1 for b in blocks):
+        return blocks
+    odd = next((m for m in members if len(m) != n), None)
+    if odd is not None:
+        raise SourceError(f"{path}:{odd[0] + 1}: this input has {len(odd)} responses, the others {n}, and the "
+                          "lines are neither in blocks of one prompt's responses nor carry a uid: its groups "
+                          "cannot be told apart (--group-size: verl's rollout.n)")
+    return members
+
+
+def _by_key(rows: list[dict[str, Any]], key: str) -> list[list[int]]:
+    order: dict[Any, list[int]] = {}
+    for i, row in enumerate(rows):
+        order.setdefault(row[key], []).append(i)
+    return list(order.values())
+
+
+def convert(source: Path, paths: RunPaths, *, name: str, std_mode: str, group_size: int | None = None) -> None:
     files = step_files(source)
     if not files:
         raise SourceError(f"{source}: expected verl's rollout dump: <step>.jsonl files (trainer.rollout_data_dir)")
     writer = open_writer(paths)
     start = files[0][1].stat().st_mtime
     sizes: Counter[int] = Counter()
+    kinds: dict[str, str] = {}  # extra column -> number or text, fixed at its first appearance
     prompts_first_step = 0
     for step, path in files:
         rows = read_rows(path)
-        order: dict[str, list[int]] = {}  # input -> its rows, groups in order of first appearance
-        for i, row in enumerate(rows):
-            order.setdefault(row["input"], []).append(i)
-        members = list(order.values())
+        members = groups(rows, path, group_size)
         sizes.update(len(m) for m in members)
         prompts_first_step = prompts_first_step or len(members)
         # One (groups, largest G) matrix, NaN-padded: group_advantages leaves NaN out of mean and std.
@@ -92,13 +161,16 @@ def convert(source: Path, paths: RunPaths, *, name: str, std_mode: str) -> None:
             scores[g, :len(m)] = torch.tensor([_score(rows[i]) for i in m], dtype=torch.float64)
         result = group_advantages(scores, std_mode)
         flat = [(g, k, i) for g, m in enumerate(members) for k, i in enumerate(m)]
+        ordered = [rows[i] for _, _, i in flat]
         advantage = [float(result.advantages[g, k]) for g, k, _ in flat]
-        reward = [_score(rows[i]) for _, _, i in flat]
-        extra = extra_columns([rows[i] for _, _, i in flat])
+        reward = [_score(r) for r in ordered]
+        keys = sorted({k for r in ordered for k in r if k not in KNOWN})
+        extra = samples.extra_columns({k: [r.get(k) for r in ordered] for k in keys}, kinds)
+        answer = [None if r.get("gts") is None else str(r["gts"]) for r in ordered] if "extra/gts" in extra else None
         writer.log("samples", samples.columns(
             step=step, group=[g for g, _, _ in flat], sample_idx=[k for _, k, _ in flat],
-            prompt=[rows[i]["input"] for _, _, i in flat], completion=[rows[i]["output"] for _, _, i in flat],
-            reward=reward, advantage=advantage, extra=extra))
+            prompt=[r["input"] for r in ordered], completion=[r["output"] for r in ordered],
+            reward=reward, advantage=advantage, extra=extra, answer=answer))
         writer.log("scalars", scalar_row(step, path.stat().st_mtime, start,
                                          step_metrics(reward, advantage, result.zero_std.float().mean().item())))
         writer.flush()
@@ -116,13 +188,6 @@ def convert(source: Path, paths: RunPaths, *, name: str, std_mode: str) -> None:
 
 def _score(row: dict[str, Any]) -> float:
     return math.nan if row.get("score") is None else float(row["score"])
-
-
-def extra_columns(rows: list[dict[str, Any]]) -> dict[str, list[float | None]]:
-    """The reward function's extra values that are numbers (or null) on every row, as verl/<key>."""
-    keys = {k for row in rows for k in row if k not in KNOWN}
-    return {EXTRA_PREFIX + k: [None if row.get(k) is None else float(row[k]) for row in rows] for k in sorted(keys)
-            if all(row.get(k) is None or _is_number(row.get(k)) or isinstance(row.get(k), bool) for row in rows)}
 
 
 def step_metrics(reward: list[float], advantage: list[float], frac_zero_std: float) -> dict[str, float]:

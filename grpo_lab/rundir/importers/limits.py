@@ -1,0 +1,120 @@
+"""What an import accepts from its source, checked before anything is written (docs/trl-and-verl.md,
+"What an import refuses"). A source is input like any other: a planted file must get one line naming
+the file (and the line), never a traceback, a hang, or a value the pages cannot draw.
+
+- Step numbers: ASCII decimal digits, at most MAX_STEP (the 8 digits of a part file's name,
+  rundir/layout.py `part_name`: a wider step would be written and never read back).
+- Numbers: finite and at most MAX_ABS in size (a score of 1e400 or Infinity makes the group's
+  std infinite and every advantage NaN).
+- Text: a prompt or completion of at most MAX_TEXT_CHARS characters; a verl line of at most
+  MAX_LINE_BYTES bytes; JSON nested at most MAX_DEPTH levels.
+- Files: regular files only (a FIFO would block the import for good), opened without blocking.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import stat
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from grpo_lab.rundir.importers.build import SourceError
+
+MAX_STEP = 99_999_999  # 8 digits: layout.PART_RE
+MAX_ABS = 1e12  # a reward or extra value larger than this is taken for a broken file, not a score
+MAX_TEXT_CHARS = 1_000_000  # per prompt and per completion (1 MB of text: the Groups page cuts it anyway)
+MAX_LINE_BYTES = 8 << 20  # one verl line: a prompt, a completion and the extras
+MAX_DEPTH = 64  # JSON nesting in one verl line
+MAX_STATE_BYTES = 512 << 20  # trainer_state.json
+MAX_EXTRAS, MAX_NAME_CHARS = 64, 100  # extra keys of one verl line: each becomes an extra/<key> column
+ASCII_STEP = re.compile(r"[0-9]+", re.ASCII)
+
+
+def step_number(text: str, path: Path) -> int:
+    """The step a file name gives: ASCII decimals up to MAX_STEP, else one line naming the file.
+
+    >>> step_number("00012", Path("12.jsonl"))
+    12
+    """
+    if not ASCII_STEP.fullmatch(text):
+        raise SourceError(f"{path}: the step in the file name must be ASCII digits 0-9; got {text!r}")
+    if len(text.lstrip("0")) > len(str(MAX_STEP)) or int(text) > MAX_STEP:
+        raise SourceError(f"{path}: step {text[:20]}{'...' if len(text) > 20 else ''} is larger than {MAX_STEP} "
+                          "(steps have 8 digits in a run directory)")
+    return int(text)
+
+
+def unique_steps(found: list[tuple[int, Path]]) -> list[tuple[int, Path]]:
+    """Sorted (step, file); two files of one step (`1.jsonl` and `01.jsonl`) are refused."""
+    seen: dict[int, Path] = {}
+    for step, path in found:
+        if step in seen:
+            raise SourceError(f"{path}: step {step} is also {seen[step].name}; keep one file per step")
+        seen[step] = path
+    return sorted(found)
+
+
+def open_regular(path: Path) -> BinaryIO:
+    """The file opened for reading, when it is a regular file (a FIFO or device is refused, not waited on)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        raise SourceError(f"{path}: cannot be opened ({exc.strerror})") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise SourceError(f"{path}: expected a regular file (not a FIFO, device or folder)")
+    return os.fdopen(fd, "rb")
+
+
+def require_regular(path: Path) -> None:
+    """Refuse a path that is not a regular file, before a library (pyarrow) opens it and blocks."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        raise SourceError(f"{path}: cannot be read ({exc.strerror})") from None
+    if not stat.S_ISREG(mode):
+        raise SourceError(f"{path}: expected a regular file (not a FIFO, device or folder)")
+
+
+def number(value: Any, where: str, what: str) -> float:
+    """A finite number of at most MAX_ABS, as float; anything else is one line naming `where` and `what`.
+
+    >>> number(2, "1.jsonl:3", "score")
+    2.0
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise SourceError(f"{where}: {what} must be a number; got {type(value).__name__}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise SourceError(f"{where}: {what} must be a finite number; got {value}")
+    if abs(value) > MAX_ABS:
+        shown = f"{value:.3g}" if isinstance(value, float) else f"an integer of {len(str(abs(value)))} digits"
+        raise SourceError(f"{where}: {what} must be at most {MAX_ABS:g} in size; got {shown}")
+    return float(value)
+
+
+def text(value: str, where: str, what: str) -> str:
+    if len(value) > MAX_TEXT_CHARS:
+        raise SourceError(f"{where}: {what} has {len(value):,} characters; at most {MAX_TEXT_CHARS:,} are imported")
+    return value
+
+
+def depth(value: Any) -> int:
+    """How deeply lists and objects nest in a parsed JSON value (a scalar: 0), without recursion.
+
+    >>> depth({"a": [1, {"b": 2}]}), depth(3)
+    (3, 0)
+    """
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, (list, dict)):
+            deepest = max(deepest, level + 1)
+            stack.extend((v, level + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+def refuse_constant(name: str) -> float:
+    """json.loads(parse_constant=...): NaN, Infinity and -Infinity are not JSON numbers."""
+    raise ValueError(f"{name} is not a finite number")

@@ -1,0 +1,79 @@
+"""Issue 29 in a real browser: an imported run whose prompt, prompt id and error carry Markdown images
+and links, and a 200,000-character completion without a space. The Groups page asks nothing of the
+image host, shows the text as written, keeps A_i and the reward on screen, and opens the whole
+completion on a click; the Runs page shows the error as text."""
+
+from __future__ import annotations
+
+import importlib
+import json
+
+import pytest
+from browser_helpers import assert_page_whole, wait_idle
+from playwright.sync_api import expect
+
+from grpo_lab.rundir.layout import write_json_atomic
+
+pytestmark = pytest.mark.browser
+cli = importlib.import_module("grpo_lab.rundir.import")
+NAME = "hostile-import"
+PROMPT = "p`1 ![t](http://t.example/p.png)"  # short and on one line: also its own prompt id
+LONG = "x" * 200_000
+expect.set_options(timeout=60_000)
+
+
+@pytest.fixture(scope="module")
+def hostile(server, tmp_path_factory):
+    url, runs = server
+    dump = tmp_path_factory.mktemp("hostile-dump")
+    rows = [{"input": PROMPT, "output": out, "score": score, "gts": "2", "acc": score, "uid": "u"}
+            for out, score in (("1 [l](http://t.example/l)", 0.0), (LONG, 1.0))]
+    (dump / "1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert cli.main([str(dump), "--name", NAME, "--runs-dir", str(runs)]) == 0
+    status = json.loads((runs / NAME / "status.json").read_text())
+    write_json_atomic(runs / NAME / "status.json", {**status, "error": "boom ![e](http://t.example/e.png)"})
+    return url
+
+
+def watch_requests(page) -> list[str]:
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(request.url) if "t.example" in request.url else None)
+    return asked
+
+
+def test_groups_shows_hostile_text_as_text_and_a_long_completion_cut(hostile, page):
+    asked = watch_requests(page)
+    page.goto(f"{hostile}/groups?run={NAME}")
+    wait_idle(page)
+    expect(page.locator("h3").filter(has_text="p`1 ![t](http://t.example/p.png)")).to_be_visible()  # the id, whole
+    table = page.locator("table.grpo-responses")
+    expect(table).to_be_visible()
+    head = table.locator("thead th").all_inner_texts()
+    assert head[:3] == ["i", "A_i", "reward"] and {"acc", "gts", "answer"} <= set(head)
+    a_i = table.locator("tbody tr").first.locator("td").nth(1)
+    box, width = a_i.bounding_box(), page.viewport_size["width"]
+    assert box is not None and box["x"] + box["width"] <= width  # on screen, whatever the completion's size
+    assert table.evaluate("t => t.getBoundingClientRect().width") <= width
+    cut = table.locator("details.grpo-cut").first
+    assert len(cut.inner_text()) < 1_000  # closed: the first 300 characters and a note
+    cut.locator("summary").click()
+    expect(cut).to_have_attribute("open", "")
+    assert LONG in cut.inner_text()  # one click: all of it
+    assert page.locator("img[src*='t.example'], a[href*='t.example']").count() == 0
+    assert_page_whole(page)
+    assert asked == []  # no request to the image host
+
+
+def test_runs_shows_a_hostile_error_as_text(hostile, page):
+    asked = watch_requests(page)
+    page.goto(hostile)
+    wait_idle(page)
+    page.get_by_role("combobox", name="Run").click()
+    page.get_by_role("option", name=NAME, exact=True).click()
+    wait_idle(page)
+    shown = page.get_by_text("boom ![e](http")
+    expect(shown).to_be_visible()
+    assert shown.inner_text().replace("\u200b", "") == "Error: boom ![e](http://t.example/e.png)"  # as written
+    links = page.locator("img[src*='t.example'], a[href*='t.example']")
+    assert links.count() == 0, links.first.evaluate("e => e.outerHTML")
+    assert asked == []

@@ -1,0 +1,142 @@
+"""A planted launch-queue entry or a planted resume runs nothing: everything read back from the runs
+folder goes through the launch form's checks, and queue entries must carry this dashboard's signature."""
+
+import json
+import os
+import stat
+import subprocess
+import time
+
+import pytest
+
+from grpo_lab.dashboard.launching import launcher
+from grpo_lab.rundir.layout import write_json_atomic
+from grpo_lab.trainer.config import from_dict
+
+PTY = ["--name", "planted", "--rewards", "pty:spawn=1", "--max-steps", "1"]
+
+
+@pytest.fixture
+def runs(tmp_path, monkeypatch):
+    """A runs folder, a key folder outside it, no reward modules allowed, and no process may start."""
+    monkeypatch.setenv(launcher.KEY_DIR_ENV, str(tmp_path / "keys"))
+    monkeypatch.delenv("GRPO_LAB_REWARD_MODULES", raising=False)
+    monkeypatch.delenv("GRPO_LAB_DATA_DIRS", raising=False)
+
+    def no_process(*args, **kwargs):
+        raise AssertionError(f"a process was started: {args[0] if args else kwargs}")
+
+    monkeypatch.setattr(subprocess, "Popen", no_process)
+    folder = tmp_path / "runs"
+    (folder / launcher.LAUNCH_DIR).mkdir(parents=True)
+    return folder
+
+
+def plant(runs, name, argv, sign=False, **extra):
+    entry = {"name": name, "queued": True, "argv": argv, "processes": 1, "queued_at": time.time(), **extra}
+    if sign:
+        entry["signature"] = launcher.sign_entry(runs, entry)
+    write_json_atomic(runs / launcher.LAUNCH_DIR / f"{name}.json", entry)
+    return entry
+
+
+def refused(runs) -> dict[str, str]:
+    return {p.name: p.refused for p in launcher.pending(runs) if p.refused}
+
+
+def test_an_unsigned_entry_is_refused_and_reported_never_started(runs):
+    plant(runs, "planted", PTY)
+    assert launcher.start_queued(runs) == []
+    assert refused(runs)["planted"].startswith("this queue entry was not written by this dashboard")
+    entry = next(p for p in launcher.pending(runs) if p.name == "planted")
+    assert not entry.queued and not entry.alive and entry.log.startswith("refused: ")
+    assert launcher.launch_log(runs, "planted").startswith("refused: this queue entry was not written")
+    assert not (runs / launcher.LAUNCH_DIR / "planted.log").exists() and not (runs / "planted").exists()
+    assert launcher.start_queued(runs) == []  # a refusal is for good
+
+
+def test_a_tampered_entry_is_refused(runs):
+    entry = plant(runs, "tampered", ["--name", "tampered", "--max-steps", "1"], sign=True)
+    write_json_atomic(runs / launcher.LAUNCH_DIR / "tampered.json", {**entry, "argv": PTY[:1] + ["tampered"] + PTY[2:]})
+    assert launcher.start_queued(runs) == []
+    assert "no valid signature" in refused(runs)["tampered"]
+
+
+@pytest.mark.parametrize("argv, reason", [
+    (PTY, "rewards: 'pty:spawn' imports module 'pty', which the dashboard does not run"),
+    (["--name", "planted", "--task", "/etc/passwd.jsonl"], "task: /etc/passwd.jsonl is outside the folders"),
+    (["--name", "planted", "--config", "/tmp/evil.yaml"], "config: not something the launch form queues"),
+    (["--name", "planted", "--runs-dir", "/tmp/elsewhere"], "runs_dir: not something the launch form queues"),
+    (["--name", "planted", "--group-size", "1"], "group_size: must be >= 2"),
+    (["--name", "other"], "name: the entry planted.json starts a run named 'other'"),
+    (["--name", "planted", "--no-such-flag", "1"], "unrecognized arguments: --no-such-flag"),
+    (["--name", "planted", "--rewards", "no_such_reward"], "rewards: unknown reward 'no_such_reward'"),
+])
+def test_a_signed_entry_the_form_would_refuse_is_refused_with_its_reason(runs, argv, reason):
+    """Signed (the key leaked, or the settings changed since it was queued): checked again anyway."""
+    plant(runs, "planted", argv, sign=True)
+    assert launcher.start_queued(runs) == []
+    assert reason in refused(runs)["planted"]
+    assert not (runs / "planted").exists()
+
+
+def test_a_signed_entry_with_a_bad_process_count_is_refused(runs):
+    plant(runs, "planted", ["--name", "planted"], sign=True, processes=10_000)
+    assert launcher.start_queued(runs) == []
+    assert refused(runs)["planted"].startswith("processes: must be a whole number in [1, 64]")
+
+
+def test_a_good_signed_entry_starts_with_the_argv_rebuilt_from_checked_values(runs, monkeypatch):
+    started = []
+    monkeypatch.setattr(launcher, "_start", lambda runs_dir, name, argv, processes=1: started.append((name, argv)) or 1)
+    plant(runs, "fine", ["--name", "fine", "--max-steps", "3", "--rewards", "correctness=1"], sign=True)
+    assert launcher.start_queued(runs) == ["fine"]
+    assert started == [("fine", ["--name", "fine", "--max-steps", "3", "--rewards", "correctness=1"])]
+
+
+def test_the_key_lives_outside_the_runs_folder_readable_by_its_owner_only(runs):
+    key = launcher.key_dir() / "queue.key"
+    launcher.queue_key()
+    assert not key.resolve().is_relative_to(runs.resolve())
+    assert stat.S_IMODE(os.stat(key).st_mode) == 0o600 and len(launcher.queue_key()) == 32
+    assert launcher.run_nonce(runs, "a") != launcher.run_nonce(runs, "b") != launcher.run_nonce(runs.parent, "b")
+
+
+# --- resume -------------------------------------------------------------------------------------
+
+
+def stopped_run(runs, name, **config):
+    record = {**from_dict({"name": name, "runs_dir": str(runs)}).run_record(), **config}
+    write_json_atomic(runs / name / "config.json", record)
+    write_json_atomic(runs / name / "status.json", {"state": "stopped", "pid": 0, "step": 3, "world_size": 1})
+
+
+@pytest.mark.parametrize("config, reason", [
+    ({"rewards": {"pty:spawn": 1.0}}, "rewards: 'pty:spawn' imports module 'pty'"),
+    ({"task": "/etc/passwd.jsonl"}, "task: /etc/passwd.jsonl is outside the folders"),
+    ({"model": "/root/elsewhere"}, "model: /root/elsewhere is outside the folders"),
+    ({"group_size": 1}, "group_size: must be >= 2"),
+    ({"surprise": 1}, "surprise: unknown option"),
+])
+def test_a_planted_resume_runs_nothing_and_says_why_in_one_line(runs, config, reason):
+    stopped_run(runs, "planted", **config)
+    with pytest.raises(launcher.LaunchError) as err:
+        launcher.resume(runs, "planted")
+    message = str(err.value)
+    assert message.startswith("resume refused: config.json of planted: ") and reason in message
+    assert "\n" not in message and not (runs / launcher.LAUNCH_DIR / "planted.log").exists()
+
+
+def test_a_config_the_trainer_wrote_passes_the_resume_check(runs):
+    stopped_run(runs, "mine")
+    launcher.check_resume(runs, "mine", json.loads((runs / "mine" / "config.json").read_text()))
+
+
+def test_the_runs_page_shows_a_refused_entry_with_its_reason(runs, monkeypatch):
+    from app_helpers import open_page
+
+    plant(runs, "planted", PTY)
+    monkeypatch.setenv("GRPO_LAB_RUNS_DIR", str(runs))
+    at = open_page("runs")  # the page runs start_queued itself, as after a dashboard restart
+    assert any(str(c.value).startswith("refused: this queue entry was not written by this dashboard") for c in at.code)
+    assert not (runs / "planted").exists()
