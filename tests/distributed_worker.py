@@ -29,7 +29,7 @@ from grpo_lab.trainer.config import Config
 from grpo_lab.trainer.distributed import Dist, launch, wrap
 from grpo_lab.trainer.grpo import loss_scale
 from grpo_lab.trainer.models import unwrap
-from grpo_lab.trainer.objective import LOSS_AGGREGATIONS, LossSettings, grpo_loss
+from grpo_lab.objective.functions import LOSS_AGGREGATIONS, LossSettings, grpo_loss
 from grpo_lab.trainer.rollout import Rollout, token_logprobs
 
 B, T, MAX_LEN = 8, 6, 6  # responses, completion width, max_new_tokens

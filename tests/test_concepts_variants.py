@@ -16,7 +16,7 @@ from streamlit.testing.v1 import AppTest
 from app_helpers import page_alone, rerun
 from grpo_lab.dashboard import i18n
 from grpo_lab.dashboard.concepts import quiz, variants
-from grpo_lab.trainer.objective import group_advantages, grpo_loss, mask_truncated
+from grpo_lab.objective.functions import group_advantages, grpo_loss, mask_truncated
 from trainer_helpers import read_table, run_trainer
 
 ROOT = Path(__file__).resolve().parent.parent

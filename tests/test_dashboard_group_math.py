@@ -71,12 +71,12 @@ def test_a_trainer_that_divides_by_std_plus_epsilon_is_recomputed_exactly():
     assert group_math.compute(rewards, trl, "sample", epsilon=1e-4).matches
 
 
-@pytest.mark.parametrize("mode", __import__("grpo_lab.trainer.objective", fromlist=["STD_MODES"]).STD_MODES)
+@pytest.mark.parametrize("mode", __import__("grpo_lab.objective.functions", fromlist=["STD_MODES"]).STD_MODES)
 def test_every_std_mode_the_trainer_has_is_checked_against_the_trainers_own_advantages(mode):
     import torch
 
     from grpo_lab.dashboard.i18n import t
-    from grpo_lab.trainer.objective import group_advantages
+    from grpo_lab.objective.functions import group_advantages
 
     step = [[1.0, 0.0, 0.0, 0.0], [1.0, 1.0, 0.0, 1.0], [0.0, 2.0, 1.0, 3.0]]
     trained = group_advantages(torch.tensor(step), mode).advantages  # what the trainer logged

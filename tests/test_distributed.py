@@ -25,7 +25,7 @@ from grpo_lab import rewards
 from grpo_lab.rundir.status import read_status
 from grpo_lab.trainer import tiny
 from grpo_lab.trainer.distributed import MERGE
-from grpo_lab.trainer.objective import group_advantages
+from grpo_lab.objective.functions import group_advantages
 from grpo_lab.trainer.records import LastPass
 from grpo_lab.trainer.rollout import Rollout
 from grpo_lab.trainer.scoring import Batch

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from grpo_lab.trainer.objective import clipped_value_loss, explained_variance, gae, whiten
+from grpo_lab.objective.functions import clipped_value_loss, explained_variance, gae, whiten
 
 GAMMA, LAM = 0.9, 0.5
 

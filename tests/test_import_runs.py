@@ -20,7 +20,7 @@ from grpo_lab.rundir.importers import names
 from grpo_lab.rundir.importers import samples as sample_rows
 from grpo_lab.rundir.reader import read_run
 from grpo_lab.rundir.trl import RunDirCallback
-from grpo_lab.trainer.objective import group_advantages
+from grpo_lab.objective.functions import group_advantages
 from trainer_helpers import read_table
 from trl_helpers import G, run_trl
 

@@ -26,7 +26,7 @@ def test_no_name_is_registered_twice_and_patterns_expand_per_reward():
 
 
 def test_every_metric_a_live_panel_draws_is_registered():
-    registered = (metrics.names("grpo", ["correctness"], processes=2, evaluated=True)
+    registered = (metrics.names("grpo", ["correctness"], processes=2, evaluated=True, cuda=True)
                   | metrics.names("ppo", ["correctness"], evaluated=True))
     drawn = {m for p in panels.panels(sorted(registered)) for m in p.metrics}
     assert drawn and drawn <= registered

@@ -84,7 +84,7 @@ def test_chat_template_prompt(saved_chat_tiny):
     task = Task("t", [{"prompt_id": "1", "prompt": "2+2?", "answer": "4"}], system="Be brief.")
     rendered = render(task, tokenizer, "auto")
     assert rendered.rows == [{"prompt_id": "1", "prompt": "<system>Be brief.</system><user>2+2?</user><assistant>",
-                              "answer": "4"}]
+                              "answer": "4", "source_prompt": "2+2?"}]  # the rewards read the dataset's prompt
     # a row's own system prompt wins over the option, which wins over the task's
     task = Task("t", [{"prompt_id": "1", "prompt": "q", "system": "Mine."}, {"prompt_id": "2", "prompt": "q"}],
                 system="Task's.")
@@ -99,7 +99,9 @@ def test_chat_template_prompt(saved_chat_tiny):
 
 def test_no_template_keeps_the_arithmetic_prompts_exactly():
     tokenizer = tiny.build_tokenizer()
-    assert render(arithmetic(5), tokenizer, "auto").rows == arithmetic(5).rows
+    rendered = render(arithmetic(5), tokenizer, "auto").rows
+    assert [{k: v for k, v in r.items() if k != "source_prompt"} for r in rendered] == arithmetic(5).rows
+    assert all(r["source_prompt"] == r["prompt"] for r in rendered)
     with pytest.raises(ConfigError, match="^chat_template: on, but the model's tokenizer has no chat template"):
         render(arithmetic(5), tokenizer, "on")
 

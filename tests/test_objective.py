@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from grpo_lab.trainer.objective import (
+from grpo_lab.objective.functions import (
     LossSettings,
     aggregate,
     clipped_surrogate,

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from grpo_lab.trainer.objective import (
+from grpo_lab.objective.functions import (
     LossSettings,
     IMPORTANCE_LEVELS,
     LOSS_AGGREGATIONS,

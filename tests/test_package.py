@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+import tomllib
 import urllib.request
 import zipfile
 from pathlib import Path
@@ -18,6 +19,7 @@ import pytest
 from trainer_helpers import ROOT
 
 pytestmark = pytest.mark.timeout(400)
+COMMANDS = tuple(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"])
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +40,7 @@ def installed(tmp_path_factory) -> dict:
     return {"wheel": wheel, "bin": target / "bin", "work": work, "env": env, "target": target}
 
 
-def test_the_wheel_holds_one_top_level_name_its_data_and_three_commands(installed):
+def test_the_wheel_holds_one_top_level_name_its_data_and_its_commands(installed):
     names = zipfile.ZipFile(installed["wheel"]).namelist()
     assert {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")} == {"grpo_lab"}
     for data in ("grpo_lab/configs/smollm2-word-problems.yaml", "grpo_lab/dashboard/locales/zh.yaml",
@@ -47,8 +49,15 @@ def test_the_wheel_holds_one_top_level_name_its_data_and_three_commands(installe
     assert not any(n.startswith(("tests/", "bench/")) for n in names)
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     text = zipfile.ZipFile(installed["wheel"]).read(entry_points).decode()
-    for command in ("grpo-lab-train", "grpo-lab-dashboard", "grpo-lab-import"):
+    for command in COMMANDS:
         assert command in text
+
+
+def test_every_command_but_the_dashboard_answers_help(installed):
+    for command in (c for c in COMMANDS if c != "grpo-lab-dashboard"):
+        done = subprocess.run([str(installed["bin"] / command), "--help"], capture_output=True, text=True,
+                              timeout=120, cwd=installed["work"], env=installed["env"])
+        assert done.returncode == 0 and "usage" in done.stdout.lower(), (command, done.stderr[-500:])
 
 
 def test_grpo_lab_train_from_another_folder_trains_and_writes_runs_there(installed):

@@ -7,7 +7,7 @@ import torch
 
 from grpo_lab.rundir.status import read_status
 from grpo_lab.trainer.config import ConfigError, from_dict
-from grpo_lab.trainer.objective import gae, kl_k1
+from grpo_lab.objective.functions import gae, kl_k1
 from grpo_lab.trainer.run import train
 from trainer_helpers import SMALL, registered_metrics, read_table, run_trainer
 

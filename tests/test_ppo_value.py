@@ -5,7 +5,7 @@ import torch
 
 from grpo_lab.trainer import tiny
 from grpo_lab.trainer.config import from_dict
-from grpo_lab.trainer.objective import clipped_value_loss, gae
+from grpo_lab.objective.functions import clipped_value_loss, gae
 from grpo_lab.trainer.value import build_value_model, token_values
 from grpo_lab.trainer.decode import Sampling
 from grpo_lab.trainer.rollout import sample

@@ -112,7 +112,7 @@ def test_none_is_left_out_of_the_sum_and_total_none_only_when_nobody_scored():
 
 
 def test_none_total_becomes_advantage_zero_in_the_trainer():
-    objective = pytest.importorskip("grpo_lab.trainer.objective")
+    objective = pytest.importorskip("grpo_lab.objective.functions")
     torch = pytest.importorskip("torch")
     reward = (lambda p, c, **k: [1.0, None, 3.0, 2.0], 1.0)
     scores = rewards.score_all({"r": reward}, ["p"] * 4, ["c"] * 4, {})

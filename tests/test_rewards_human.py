@@ -15,7 +15,7 @@ from grpo_lab import rewards
 from grpo_lab.rewards import context, human
 from grpo_lab.rundir import labels
 from grpo_lab.rundir.status import read_status
-from grpo_lab.trainer.objective import group_advantages
+from grpo_lab.objective.functions import group_advantages
 from trainer_helpers import SMALL, read_table, start_trainer, wait_trainers, wait_until
 
 

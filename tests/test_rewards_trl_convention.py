@@ -236,3 +236,16 @@ def test_the_dry_run_refuses_a_signature_and_only_warns_about_a_rewards_own_fail
                           "division by zero"]
     finally:
         sys.modules.pop("dry_rewards", None)
+
+
+def test_dynamic_samplings_regrouping_keeps_extras_aligned_and_metrics_once():
+    from grpo_lab.trainer.scoring import join_scores, pick_scores
+
+    one = rewards.Scores(total=[1.0, 0.0], per_reward={"r": [1.0, 0.0]}, errors={"r": 1},
+                         extra={"why": ["a", "b"]}, logged={"m": [2.0]})
+    two = rewards.Scores(total=[3.0], per_reward={"r": [3.0]}, errors={"r": 0}, logged={"m": [4.0]})
+    picked = pick_scores(one, [1])
+    assert picked.extra == {"why": ["b"]} and picked.logged == {} and picked.errors == {}
+    joined = join_scores([one, two], [2, 1])
+    assert joined.extra == {"why": ["a", "b", None]} and joined.logged == {"m": [2.0, 4.0]}
+    assert joined.errors == {"r": 1} and joined.total == [1.0, 0.0, 3.0]

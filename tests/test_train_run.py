@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from grpo_lab.rundir.status import read_status
-from grpo_lab.trainer.objective import group_advantages
+from grpo_lab.objective.functions import group_advantages
 from trainer_helpers import SMALL, registered_metrics, read_table, run_trainer
 
 

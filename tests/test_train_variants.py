@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from grpo_lab.trainer.objective import group_advantages
+from grpo_lab.objective.functions import group_advantages
 from trainer_helpers import read_table, run_trainer
 
 TINY = ["--prompts-per-step", "4", "--group-size", "4", "--sft-steps", "2", "--flush-seconds", "0"]

@@ -12,7 +12,7 @@ from app_helpers import ROOT, live_open, open_page, texts
 from grpo_lab.rundir.importers import names
 from grpo_lab.rundir.reader import TableReader, read_run
 from grpo_lab.rundir.trl import RunDirCallback
-from grpo_lab.trainer.objective import group_advantages
+from grpo_lab.objective.functions import group_advantages
 from trainer_helpers import read_table, start_trainer, wait_trainers
 from trl_helpers import G, correct, run_trl
 

@@ -150,6 +150,13 @@ def check_launch(values: dict[str, Any], runs_dir: Path) -> str | None:
         if ":" in name and not any(module == p or module.startswith(p + ".") for p in prefixes):
             return (f"rewards: {name!r} imports module {module!r}, which the dashboard does not run; list it in "
                     f"{REWARD_MODULES_ENV} (registered rewards need nothing)")
+    # tools and environments are user code too (module:function, module:Class): the same allow-list
+    for option in ("tools", "environment"):
+        for spec in (s.strip() for s in str(values.get(option) or "").split(",")):
+            module = spec.partition(":")[0]
+            if ":" in spec and not any(module == p or module.startswith(p + ".") for p in prefixes):
+                return (f"{option}: {spec!r} imports module {module!r}, which the dashboard does not run; list it in "
+                        f"{REWARD_MODULES_ENV} (built-in tools need nothing)")
     return None
 
 

@@ -50,7 +50,7 @@ def group_of(row: int, group_size: int) -> int:
 class LossSettings:
     """What the clipped objective needs besides the tensors, built once (the trainer: from its
     config, `Config.loss_settings`) and passed as one value. The defaults are the chapter's GRPO
-    without KL; each other value is a variant (see `grpo_lab.trainer.objective.grpo_loss`)."""
+    without KL; each other value is a variant (see `grpo_lab.objective.functions.grpo_loss`)."""
 
     epsilon: float = DEFAULT_EPSILON
     epsilon_high: float | None = None  # None: epsilon (see clip_range)

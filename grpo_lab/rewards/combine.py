@@ -15,7 +15,7 @@ The rules (also in grpo_lab/rewards/README.md):
 - `total[i]` is the weighted sum over the rewards that scored sample i; a reward that gave
   None is left out of the sum (it does not count as 0). `total[i]` is None only when no reward
   scored sample i. The trainer turns None into NaN: left out of the group's mean and std, and
-  advantage 0 (grpo_lab/trainer/objective.py `group_advantages`).
+  advantage 0 (grpo_lab/objective/functions.py `group_advantages`).
 - `log_extra(column, values)` (one value per sample) lands in `extra[column]`; `log_metric(name,
   value)` in `logged[name]`, averaged by `metrics()` as `rewards/log/<name>`.
 

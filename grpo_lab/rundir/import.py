@@ -20,7 +20,7 @@ from grpo_lab.rundir.importers import trl, verl
 from grpo_lab.rundir.importers.build import SourceError, build_run
 from grpo_lab.rundir.layout import default_runs_dir
 from grpo_lab.rundir.reader import RunNameError, check_name
-from grpo_lab.trainer.objective import STD_MODES
+from grpo_lab.objective.options import STD_MODES
 
 FORMATS = ("auto", "trl", "verl")
 

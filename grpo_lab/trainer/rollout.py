@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from grpo_lab.trainer import objective
+from grpo_lab.objective import functions as objective
 from grpo_lab.trainer.decode import Sampling, decode, position_ids
 from grpo_lab.trainer.models import unwrap
 
@@ -28,6 +28,10 @@ class Rollout:
     truncated: torch.Tensor  # (B,) bool: no EOS within max_new_tokens
     completions: list[str]
     generation_s: float
+    # multi-turn rollouts (grpo_lab/trainer/multiturn.py): 1 where a completion token came from a tool
+    # (context, not policy: no loss), and each row's turns as the run directory records them
+    tool_mask: torch.Tensor | None = None  # (B, T)
+    turns: list[list[dict]] | None = None
 
     @property
     def completion_ids(self) -> torch.Tensor:
@@ -41,7 +45,9 @@ class Rollout:
         """The rows `index` (a minibatch); prompt_len stays, so shapes line up with the whole."""
         return Rollout(self.input_ids[index], self.attention_mask[index], self.prompt_len,
                        self.completion_mask[index], self.truncated[index],
-                       [self.completions[i] for i in index.tolist()], self.generation_s)
+                       [self.completions[i] for i in index.tolist()], self.generation_s,
+                       None if self.tool_mask is None else self.tool_mask[index],
+                       None if self.turns is None else [self.turns[i] for i in index.tolist()])
 
     def trimmed(self) -> "Rollout":
         """Without the columns no row uses: left padding before the longest prompt, completion
@@ -52,7 +58,8 @@ class Rollout:
         width = int(self.lengths.max())
         return Rollout(self.input_ids[:, start:self.prompt_len + width],
                        self.attention_mask[:, start:self.prompt_len + width], self.prompt_len - start,
-                       self.completion_mask[:, :width], self.truncated, self.completions, self.generation_s)
+                       self.completion_mask[:, :width], self.truncated, self.completions, self.generation_s,
+                       None if self.tool_mask is None else self.tool_mask[:, :width], self.turns)
 
 
 def sample(model, tokenizer, prompts: list[str], how: Sampling, device: torch.device) -> Rollout:

@@ -32,6 +32,7 @@ from grpo_lab.trainer.distributed import (Dist, NullStatus, NullWriter, launch, 
 from grpo_lab.trainer.doctor import Doctor, Finding, stops
 from grpo_lab.trainer.models import load_policy, pick_device
 from grpo_lab.trainer.evaluate import due as eval_due, evaluate
+from grpo_lab.trainer import multiturn
 from grpo_lab.trainer.setup import Components, build_rewards, build_tasks, dry_run, frozen_copy, make_optimizer
 from grpo_lab.trainer.sft import warm_start
 from grpo_lab.trainer.tasks import render
@@ -182,13 +183,14 @@ def prepare(cfg: Config, d: Dist | None = None) -> tuple[Components, RunPaths, S
         reward_fns = build_rewards(cfg)
         task, eval_task = build_tasks(cfg)  # every row checked: bad data stops here
         dry_warnings = dry_run(cfg, reward_fns, task)  # a reward that cannot take the call stops here
+        tool_fns = multiturn.template_tools(multiturn.build_setup(cfg, None))  # one that does not load stops here
         device = d.device or pick_device(cfg.device)
         seed_everything(cfg.seed)
         policy, tokenizer, builtin = load_policy(cfg.model, cfg.seed, device, cfg.dtype, cfg.gradient_checkpointing,
                                                  cfg.lora_r, cfg.lora_alpha, cfg.lora_target_modules)
         # prompts as the model sees them: system prompt and chat template
-        task = render(task, tokenizer, cfg.chat_template, cfg.system_prompt)
-        eval_task = render(eval_task, tokenizer, cfg.chat_template, cfg.system_prompt) if eval_task else None
+        task = render(task, tokenizer, cfg.chat_template, cfg.system_prompt, tool_fns)
+        eval_task = render(eval_task, tokenizer, cfg.chat_template, cfg.system_prompt, tool_fns) if eval_task else None
 
     # --- from here on the run directory exists ---
     log, status = rank_log(d.rank), NullStatus()

@@ -15,7 +15,8 @@ import torch
 from grpo_lab import rewards
 from grpo_lab.objective.options import group_of
 from grpo_lab.rewards import context as reward_context
-from grpo_lab.trainer.objective import group_advantages
+from grpo_lab.objective.functions import group_advantages
+from grpo_lab.trainer import multiturn
 from grpo_lab.trainer.decode import Sampling
 from grpo_lab.trainer.rollout import Rollout, sample, token_logprobs
 
@@ -147,17 +148,27 @@ class Batch:
                      entropy=self.entropy[rows, :T], ref_logp=None if self.ref_logp is None else self.ref_logp[rows, :T])
 
 
+def loss_mask(rollout: Rollout) -> torch.Tensor:
+    """(B, T) float: the completion's tokens the policy wrote. A tool's result tokens
+    (multiturn.py) are context, not policy: no log-prob ratio, KL or loss."""
+    mask = rollout.completion_mask.float()
+    return mask if rollout.tool_mask is None else mask * (1 - rollout.tool_mask.float())
+
+
 def sample_groups(c, rows: list[dict], step: int = 0) -> Batch:
     """G completions of each row from the current policy (pi_old), scored; log-probabilities not yet taken."""
     cfg = c.cfg
     with c.timer.phase("generation"):
         how = Sampling(copies=cfg.group_size, max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature,
                        synced=c.dist.sharded)
-        rollout = sample(c.policy, c.tokenizer, [r["prompt"] for r in rows], how, c.device)
+        tools = multiturn.setup_for(c)
+        rollout = (sample(c.policy, c.tokenizer, [r["prompt"] for r in rows], how, c.device) if tools is None else
+                   multiturn.sample_with_tools(c.policy, c.tokenizer, [r["prompt"] for r in rows], how, c.device,
+                                               tools, rows))
     c.timer.count("generation", rollout.completion_mask.sum())
     with c.timer.phase("reward"):
         scores, totals = score_rollout(c, rows, rollout, step)
-    mask = rollout.completion_mask.float()
+    mask = loss_mask(rollout)
     nan = torch.full_like(mask, math.nan)
     return Batch(rows=rows, group_size=cfg.group_size, rollout=rollout, mask=mask, scores=scores, totals=totals,
                  old_logp=nan, entropy=nan.clone(), ref_logp=None)
@@ -218,7 +229,10 @@ def concat_batches(parts: list[Batch], pad_id: int) -> Batch:
         completion_mask=torch.cat([_pad_right(p.rollout.completion_mask, T, 0) for p in parts]),
         truncated=torch.cat([p.rollout.truncated for p in parts]),
         completions=[text for p in parts for text in p.rollout.completions],
-        generation_s=sum(p.rollout.generation_s for p in parts))
+        generation_s=sum(p.rollout.generation_s for p in parts),
+        tool_mask=(torch.cat([_pad_right(p.rollout.tool_mask, T, 0) for p in parts])
+                   if all(p.rollout.tool_mask is not None for p in parts) else None),
+        turns=[t for p in parts for t in p.rollout.turns] if all(p.rollout.turns is not None for p in parts) else None)
     scores = join_scores([p.scores for p in parts], [len(p.rollout.completions) for p in parts])
     has_ref = all(p.ref_logp is not None for p in parts)
     return Batch(rows=[r for p in parts for r in p.rows], group_size=parts[0].group_size, rollout=rollout,

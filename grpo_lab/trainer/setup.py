@@ -19,7 +19,7 @@ from grpo_lab.trainer.distributed import Dist
 from grpo_lab.trainer.models import unwrap
 from grpo_lab.trainer.scoring import make_trainer_state, reward_inputs
 from grpo_lab.trainer.timing import PhaseTimer
-from grpo_lab.trainer.tasks import Task, arithmetic, word_problems
+from grpo_lab.trainer.tasks import Task, arithmetic, big_arithmetic, word_problems
 
 # Rewards that read a dataset column, and the column they read unless reward_params say otherwise.
 READS_COLUMN = {"correctness": "answer", "code_tests": "tests"}
@@ -112,7 +112,8 @@ def build_tasks(cfg: Config) -> tuple[Task, Task | None]:
     if cfg.task in BUILTIN_TASKS:
         if cfg.columns:
             raise ConfigError(f"columns: built-in task {cfg.task!r} has fixed columns; columns is for datasets")
-        task = (arithmetic if cfg.task == "arithmetic" else word_problems)(cfg.task_max_operand)
+        task = (big_arithmetic(seed=cfg.seed) if cfg.task == "big_arithmetic" else
+                (arithmetic if cfg.task == "arithmetic" else word_problems)(cfg.task_max_operand))
     else:
         task = Task(cfg.task, load_task_rows(cfg.task, cfg.columns, cfg.dataset_config, cfg.dataset_split))
     held_out = None

@@ -1,7 +1,8 @@
 """Prompt sources. A task yields rows: a `prompt` plus columns the rewards read (e.g. `answer`).
 
-Built in: small-number addition ('arithmetic', the tiny model's task) and generated arithmetic
-word problems ('word_problems', for instruct models); both are scored by the correctness reward.
+Built in: small-number addition ('arithmetic', the tiny model's task), generated arithmetic
+word problems ('word_problems', for instruct models) and 3-digit sums ('big_arithmetic', for
+the calculator tool); all are scored by the correctness reward.
 Dataset files and hub datasets become tasks in grpo_lab/trainer/data.py. `render` turns each row's prompt
 into the exact text the model sees (system prompt, chat template).
 """
@@ -81,6 +82,33 @@ def arithmetic(max_operand: int = 9) -> Task:
     return Task("arithmetic", rows)
 
 
+@dataclass(frozen=True)
+class CalculatorTask(Task):
+    """A task whose warm start shows the calculator's tag (grpo_lab/tools/parsing.py CHARACTER_CALC)."""
+
+    def sft_pairs(self, seed: int, n: int, answers_correct: bool) -> list[tuple[str, str]]:
+        """Half the warm start answers alone (random answers unless answers_correct), half calls
+        the calculator, "calc 123+456=579": the model learns both forms, RL picks between them."""
+        plain, rng = super().sft_pairs(seed, n, answers_correct), random.Random(f"{seed}/calc")
+        return [(p, f"calc {p.rstrip('=')}={_sum(p)}") if rng.random() < 0.5
+                else (p, a) for p, a in plain]
+
+
+def _sum(prompt: str) -> int:
+    a, b = prompt.rstrip("=").split("+")
+    return int(a) + int(b)
+
+
+def big_arithmetic(n: int = 256, digits: int = 3, seed: int = 0) -> CalculatorTask:
+    """n sums of two `digits`-digit numbers, too long for the built-in model to add by itself:
+    the task where the calculator tool matters (--tools calculator)."""
+    rng = random.Random(f"big_arithmetic/{seed}")
+    low, high = 10 ** (digits - 1), 10 ** digits - 1
+    pairs = dict.fromkeys((rng.randint(low, high), rng.randint(low, high)) for _ in range(n))
+    rows = [{"prompt_id": f"{a}+{b}", "prompt": f"{a}+{b}=", "answer": str(a + b)} for a, b in pairs]
+    return CalculatorTask("big_arithmetic", rows)
+
+
 WORD_PROBLEM_SYSTEM = ("You are a careful math tutor. Solve the problem in one or two short sentences, "
                        "then give the final answer on its own line as 'Answer: <number>'.")
 _NAMES = ("Tom", "Ana", "Li", "Sara", "Omar", "Maya", "Ben", "Zoe")
@@ -118,7 +146,7 @@ def uses_chat_template(tokenizer, mode: str) -> bool:
     return has and mode != "off"
 
 
-def render(task: Task, tokenizer, mode: str, system_prompt: str = "") -> Task:
+def render(task: Task, tokenizer, mode: str, system_prompt: str = "", tools: list | None = None) -> Task:
     """The task with each `prompt` replaced by the text the model is given, and the prompt as
     the dataset wrote it kept in `source_prompt` (what the rewards read).
 
@@ -126,6 +154,8 @@ def render(task: Task, tokenizer, mode: str, system_prompt: str = "") -> Task:
     With a chat template: the messages (system, user) rendered with the generation prompt, so the
     completion is the assistant's reply. Without: the system prompt, a blank line, the prompt
     (a row with no system prompt keeps its prompt exactly: '3+4=' stays '3+4=').
+    tools: functions the template describes to the model (apply_chat_template(tools=...), as TRL
+    passes them); ignored without a chat template, where the tag form is learnt (tasks.CalculatorTask).
     """
     chat = uses_chat_template(tokenizer, mode)
     rows = []
@@ -137,7 +167,8 @@ def render(task: Task, tokenizer, mode: str, system_prompt: str = "") -> Task:
             messages.insert(0, {"role": "system", "content": system})
         if chat:
             try:
-                text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+                text = tokenizer.apply_chat_template(messages, tools=tools or None, tokenize=False,
+                                                     add_generation_prompt=True)
             except Exception as exc:  # noqa: BLE001 - templates are user code (Jinja): any failure is a config error
                 raise ConfigError(f"chat_template: the model's template failed on {task.name} prompt {number} "
                                   f"({type(exc).__name__}: {str(exc).splitlines()[0][:160]}); try --chat-template off"

@@ -24,7 +24,8 @@ NAMES.update({f"state_{k}": t(f"var.state.{k}") for k in ("clipped", "masked", "
 def options_table() -> pd.DataFrame:
     """What each variant sets, in words: the rows of the trainer options that differ."""
     def clip_range(v: variants.Variant) -> str:
-        return f"[1 − {v.eps_low:g}, 1 + {v.eps_low if v.eps_high is None else v.eps_high:g}]"
+        low, high = v.loss_settings(variants.MAX_LEN).clip_range
+        return f"[{low:g}, {high:g}]"
 
     rows = {
         t("var.opt.std_mode"): [t(f"var.val.std.{v.std_mode}") for v in variants.VARIANTS.values()],

@@ -10,7 +10,7 @@ import pandas as pd
 import torch
 
 from grpo_lab.objective.options import clip_range
-from grpo_lab.trainer.objective import clipped_surrogate, policy_ratio
+from grpo_lab.objective.functions import clipped_surrogate, policy_ratio
 
 CHAPTER = {"pi_old": 0.4, "pi_new": 0.6, "adv": 1.0, "eps": 0.2}  # r = 1.5, clip(r) = 1.2, min = 1.2
 RATIO_MAX = 2.5

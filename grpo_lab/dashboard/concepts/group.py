@@ -9,7 +9,7 @@ import altair as alt
 import pandas as pd
 import torch
 
-from grpo_lab.trainer.objective import group_advantages
+from grpo_lab.objective.functions import group_advantages
 
 CHAPTER_REWARDS = (1.0, 3.0, 2.0, 6.0)  # the chapter's group: A = -1.07, 0.00, -0.53, 1.60
 # Defaults for responses 5..16 when G is raised: any spread will do.

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from grpo_lab.trainer.objective import exact_kl, kl_k1, kl_k3
+from grpo_lab.objective.functions import exact_kl, kl_k1, kl_k3
 
 REFERENCE = (0.25, 0.75)
 DEFAULT_ALPHA = 0.25

@@ -16,7 +16,7 @@ import pandas as pd
 import torch
 
 from grpo_lab.objective.options import DEFAULT_EPSILON, LossSettings
-from grpo_lab.trainer.objective import STD_MODES, aggregate, group_advantages, grpo_loss, sequence_ratio
+from grpo_lab.objective.functions import STD_MODES, aggregate, group_advantages, grpo_loss, sequence_ratio
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 One prompt ("3+4="), G = 4 responses of different lengths; per token the probabilities under the
 sampling policy (pi_old), the policy being updated (pi_theta) and the frozen reference (pi_ref).
-Every step below calls trainer.objective, and the last one checks the total against `grpo_loss`.
+Every step below calls objective.functions, and the last one checks the total against `grpo_loss`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pandas as pd
 import torch
 
 from grpo_lab.objective.options import DEFAULT_EPSILON, LossSettings
-from grpo_lab.trainer.objective import (
+from grpo_lab.objective.functions import (
     aggregate,
     clipped_surrogate,
     group_advantages,

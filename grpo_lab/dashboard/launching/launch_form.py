@@ -117,7 +117,34 @@ def form(runs_dir: Path) -> None:
                 processes = st.number_input(t("launch.processes"), min_value=1, max_value=launcher.MAX_PROCESSES,
                                             value=1, step=1, help=t("launch.processes_help"),
                                             key=f"launch_{number}_processes")
+            with cols[(len(MORE) + 1) % 4]:  # several seeds or a grid: a sweep (grpo_lab/sweep.py), named by Name
+                seeds = st.number_input(t("launch.seeds"), min_value=1, max_value=64, value=1, step=1,
+                                        help=t("launch.seeds_help"), key=f"launch_{number}_seeds")
+            with cols[(len(MORE) + 2) % 4]:
+                over = st.text_input(t("launch.sweep_over"), "", help=t("launch.sweep_over_help"),
+                                     placeholder="beta=0,0.04", key=f"launch_{number}_sweep_over")
         submitted = st.form_submit_button(t("launch.submit"), type="primary")
     if submitted:
         # options the preset sets but the form does not show (eval_prompts, ...) still apply
-        start({**preset, **{k: v for k, v in values.items() if v is not None and v != ""}}, int(processes))
+        values = {**preset, **{k: v for k, v in values.items() if v is not None and v != ""}}
+        if int(seeds) > 1 or over.strip():
+            start_sweep(values, int(seeds), over.strip(), int(processes))
+        else:
+            start(values, int(processes))
+
+
+def start_sweep(values: dict[str, Any], seeds: int, over: str, processes: int = 1) -> None:
+    """The form's Name as a sweep: seeds seed, seed+1, ... of every value in `over` (KEY=V1,V2)."""
+    from grpo_lab import sweep
+    from grpo_lab.dashboard.reading import data  # noqa: PLC0415 - as in start()
+
+    first = int(values.get("seed") or 0)
+    try:
+        runs = sweep.submit(str(values.get("name") or "sweep"), values, [over] if over else [],
+                            list(range(first, first + seeds)), data.runs_dir(), processes)
+    except (sweep.SweepError, launcher.LaunchError, ValueError) as exc:
+        st.error(t("launch.not_started", error=exc))
+        return
+    st.session_state["run"] = runs[0].name
+    st.toast(t("launch.sweep_started", name=runs[0].values["sweep"], n=len(runs)))
+    st.rerun(scope="app")

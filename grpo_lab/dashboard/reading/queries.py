@@ -95,6 +95,17 @@ def search_completions(run: str, text: str, limit: int = 200) -> tuple[pd.DataFr
     return _search(run, text, limit, version(run, "samples"))
 
 
+@st.cache_data(ttl=10.0, max_entries=64, show_spinner=False)
+def _prompts(run: str, v: tuple) -> tuple[pd.DataFrame, list[str]]:
+    return query(run, "samples", "SELECT prompt_id, any_value(prompt) AS prompt FROM {src} GROUP BY prompt_id "
+                 "ORDER BY prompt_id")
+
+
+def prompts(run: str) -> tuple[pd.DataFrame, list[str]]:
+    """Each prompt_id of the run with its prompt text (as the model saw it, or as an importer wrote it)."""
+    return _prompts(run, version(run, "samples"))
+
+
 def prompt_ids(run: str) -> tuple[list[str], list[str]]:
     ids, problems = _distinct(run, "prompt_id", version(run, "samples"))
     return [str(i) for i in ids], problems

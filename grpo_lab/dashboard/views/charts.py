@@ -69,7 +69,9 @@ def line_chart(df: pd.DataFrame, *, title: str, x_title: str, y_title: str = "",
         layers.append({
             "params": [{"name": "legend", "select": {"type": "point", "fields": [colour_field]}, "bind": "legend"},
                        _zoom()],
-            "mark": {"type": "line", "strokeWidth": 2 if smoothing else 1.5, "clip": True},
+            # a series of one point has no line to draw: its points are marked
+            "mark": {"type": "line", "strokeWidth": 2 if smoothing else 1.5, "clip": True,
+                     **({"point": {"filled": True, "size": 40}} if _single_points(df, colour_field) else {})},
             "encoding": {
                 "y": _q(y_field, y_title, scale=y_scale),
                 "opacity": {"condition": {**shown, "value": 1.0}, "value": 0.08},
@@ -89,6 +91,11 @@ def line_chart(df: pd.DataFrame, *, title: str, x_title: str, y_title: str = "",
         "layer": layers,
     }
     return spec
+
+
+def _single_points(df: pd.DataFrame, colour_field: str) -> bool:
+    """Whether some series of `df` has a single point (a run with one logged step)."""
+    return colour_field in df and not df.empty and int(df.groupby(colour_field).size().min()) == 1
 
 
 def ratio_heatmap(cells: pd.DataFrame, low: float, high: float, height: int = 260) -> Spec:

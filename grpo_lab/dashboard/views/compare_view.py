@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -20,10 +21,48 @@ DEFAULT_METRICS = ["reward/mean", "kl/mean", "clip/total", "completion/length_me
 IGNORED_KEYS = {"name", "runs_dir", "resume", SOURCES_KEY}  # differ by construction, or not an option
 
 
+_MESSAGE_LINE = re.compile(r"^(system|user|assistant|tool): ", re.M)
+
+
+def prompt_key(prompt: str) -> str:
+    """What a prompt asks, whatever the source wrote around it: the user turns of a chat template
+    (a native run's rendered prompt) or of `role: content` lines (an imported conversation), else
+    the text itself. The same question matches across a native run and a TRL run.
+
+    >>> prompt_key("<|im_start|>user\\nHi<|im_end|>\\n<|im_start|>assistant\\n") == prompt_key("user: Hi")
+    True
+    """
+    turns = markup.chat_turns(prompt or "")
+    if not turns and _MESSAGE_LINE.match(prompt or ""):
+        parts = _MESSAGE_LINE.split(prompt)[1:]  # role, content, role, content, ...
+        turns = [(role, content.strip()) for role, content in zip(parts[::2], parts[1::2])]
+    user = [content for role, content in turns if role == "user"]
+    return "\n".join(user) if user else (prompt or "").strip()
+
+
+def reward_name(column: str) -> str:
+    """A metric named by the reward function's own name: `rewards/trl.rewards:accuracy_reward/mean`
+    (a native run naming a module's function) as `rewards/accuracy_reward/mean` (a TRL run).
+
+    >>> reward_name("rewards/trl.rewards:accuracy_reward/mean"), reward_name("reward/mean")
+    ('rewards/accuracy_reward/mean', 'reward/mean')
+    """
+    parts = column.split("/")
+    if len(parts) >= 3 and parts[0] in ("rewards", "eval") and ":" in parts[-2]:
+        parts[-2] = parts[-2].rsplit(":", 1)[1]
+    return "/".join(parts)
+
+
+def _scalars(name: str) -> pd.DataFrame:
+    """A run's scalars with reward metrics named by function (see reward_name)."""
+    df = data.scalars(name).df
+    return df.rename(columns={c: reward_name(c) for c in df.columns})
+
+
 def summary(runs: list[RunInfo]) -> pd.DataFrame:
     rows = []
     for r in runs:
-        df = data.scalars(r.name).df
+        df = _scalars(r.name)
 
         def last(col: str):
             return float(df[col].dropna().iloc[-1]) if col in df and df[col].notna().any() else np.nan
@@ -47,7 +86,8 @@ def config_diff(runs: list[RunInfo]) -> pd.DataFrame:
     compared as today's default, so a newly added option does not show as a difference.
     """
     defaults = {k: v["default"] for k, v in launcher.config_fields().items()}
-    configs = {r.name: {**defaults, **(r.config or {})} for r in runs}
+    # an imported run (TRL, verl) had another trainer's defaults, not ours: only what it wrote is shown
+    configs = {r.name: {**({} if (r.config or {}).get("source") else defaults), **(r.config or {})} for r in runs}
     # another trainer's own options (trl/...) have no counterpart in a native run: not compared here
     keys = sorted(k for k in set().union(*(r.config or {} for r in runs)) - IGNORED_KEYS if "/" not in k)
 
@@ -72,7 +112,8 @@ def curves(runs: list[RunInfo], chosen: list[str], x_mode: str, smoothing: float
         for r in runs:
             frame = data.scalars(r.name)
             problems += [f"{r.name}: {p}" for p in frame.problems]
-            frames.append(series.long_frame(frame.df, [metric], x_mode, smoothing, label=r.name))
+            frames.append(series.long_frame(frame.df.rename(columns={c: reward_name(c) for c in frame.df.columns}),
+                                            [metric], x_mode, smoothing, label=r.name))
         df = pd.concat(frames, ignore_index=True)
         spec = charts.line_chart(df, title=metric, x_title=ui.x_title(x_mode), smoothing=smoothing > 0,
                                  colour_title=t("col.run"), domain=names, x_steps=x_mode == "step")
@@ -87,19 +128,23 @@ def side_by_side(runs: list[RunInfo]) -> None:
     c = st.columns(4)
     a = c[0].selectbox(t("compare.left"), names, index=0, key="cmp_left")
     b = c[1].selectbox(t("compare.right"), names, index=min(1, len(names) - 1), key="cmp_right")
-    ids_a, pa = queries.prompt_ids(a)
-    ids_b, pb = queries.prompt_ids(b)
-    common = sorted(set(ids_a) & set(ids_b))
+    # prompts matched by what they ask (prompt_key), so a native run and an imported one line up
+    (table_a, pa), (table_b, pb) = queries.prompts(a), queries.prompts(b)
     ui.warn(pa + pb)
+    ids = {}
+    for name, table in ((a, table_a), (b, table_b)):
+        ids[name] = {prompt_key(str(p)): str(i) for i, p in zip(table.get("prompt_id", []), table.get("prompt", []))}
+    common = sorted(set(ids[a]) & set(ids[b]))
     if not common:
         st.caption(t("compare.no_common"))
         return
-    prompt = c[2].selectbox(t("groups.prompt"), common, key="cmp_prompt")
+    key = c[2].selectbox(t("groups.prompt"), common, key="cmp_prompt", format_func=lambda k: k[:80])
     step = c[3].number_input(t("compare.at_step"), min_value=1, value=None, step=1, key="cmp_step")
     cols = st.columns(2)
     for col, name in zip(cols, (a, b)):
         with col:
             info = next(r for r in runs if r.name == name)
+            prompt = ids[name][key]
             found, problems = queries.group_summaries(name, "prompt", prompt, limit=100_000)
             ui.warn(problems)
             if step is not None:
@@ -137,7 +182,7 @@ def render() -> None:
         st.info(t("compare.pick_two"))
         if not runs:
             return
-    columns = sorted(set().union(*(data.scalars(r.name).df.columns for r in runs)) - {"step", "time", "wall_s"})
+    columns = sorted(set().union(*(_scalars(r.name).columns for r in runs)) - {"step", "time", "wall_s"})
     c1, c2, c3 = st.columns([3, 1, 2])
     chosen = c1.multiselect(t("compare.metrics"), columns, default=[m for m in DEFAULT_METRICS if m in columns],
                             key="cmp_metrics")

@@ -1,6 +1,6 @@
 """One group's advantage computation, worked as the chapter does it, with the trainer's own math.
 
-`grpo_lab.trainer.objective.group_advantages` is the function the trainer called for this very group, so
+`grpo_lab.objective.functions.group_advantages` is the function the trainer called for this very group, so
 the table's A_i must equal the logged advantages; `GroupMath.matches` says whether they do.
 """
 
@@ -65,7 +65,7 @@ def compute(rewards: list[float | None], logged: list[float], std_mode: str = "g
     (this one included), as the trainer passed them to `group_advantages`."""
     import torch
 
-    from grpo_lab.trainer.objective import group_advantages  # imports torch: paid only when a group is shown
+    from grpo_lab.objective.functions import group_advantages  # imports torch: paid only when a group is shown
 
     def nan_for_none(values):
         return [math.nan if v is None or (isinstance(v, float) and math.isnan(v)) else float(v) for v in values]

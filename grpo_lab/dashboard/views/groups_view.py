@@ -10,6 +10,7 @@ import streamlit as st
 from grpo_lab.dashboard import ui
 from grpo_lab.dashboard.reading import data, queries
 from grpo_lab.dashboard.views import charts, group_math, markup, rating
+from grpo_lab.dashboard.views import turns as turns_view
 from grpo_lab.dashboard.i18n import t
 from grpo_lab.objective.options import STD_MODES
 from grpo_lab.rundir.reader import RunInfo
@@ -152,6 +153,7 @@ def show_group(info: RunInfo, target: Target) -> None:
     c[4].metric(t("groups.signal"), t("groups.no_signal") if worked.zero_std else t("common.yes"))
     st.markdown(t("groups.responses"))
     st.html(markup.responses_table(group, reward_columns(group), markers=markers))
+    turns_view.show(group, markers)  # runs with tools: each rollout's tool calls and results, set apart
     rating.show(info, target, group)  # a person's scores for these completions (rundir/labels.py)
     if "rewards/correctness" in group and "answer" in group and group["answer"].notna().any():
         show_verdicts(group, (cfg.get("reward_params") or {}).get("correctness") or {})

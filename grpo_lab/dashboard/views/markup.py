@@ -143,11 +143,12 @@ def responses_table(group: pd.DataFrame, reward_columns: list[str], compact: boo
     completion is cut at CUT_CHARS with the rest one click away, and breaks anywhere (a completion
     with no spaces cannot widen the table)."""
     rows = group.sort_values(["advantage", "sample_idx"], ascending=[False, True])
-    extra = [] if compact else ["length", "truncated", "ratio_mean", "clip_frac", "kl_mean"]
+    extra = [] if compact else ["length", "truncated", "ratio_mean", "clip_frac", "kl_mean", "tool_calls", "tool_errors"]
     extra = [c for c in extra if c in rows]
     logged = extra_columns(rows)
     words = {"completion": t("col.completion"), "reward": t("col.reward"), "length": t("col.length"),
-             "truncated": t("col.truncated"), "answer": t("col.answer")}
+             "truncated": t("col.truncated"), "answer": t("col.answer"), "tool_calls": t("col.tool_calls"),
+             "tool_errors": t("col.tool_errors")}  # tool columns: runs with tools only
     head = [words.get(c, c) for c in ("i", "A_i", "reward", *[c.split("/", 1)[1] for c in reward_columns],
                                       *[c if c == "answer" else c.split("/", 1)[1] for c in logged],
                                       "completion", *extra)]

@@ -68,6 +68,9 @@ def panels(columns: list[str]) -> list[Panel]:
               t("unit.fraction"), section="completions"),
         Panel(t("panel.throughput.title"), ("perf/tokens_per_s",), t("panel.throughput.help"),
               t("unit.tokens_per_s"), section="speed"),
+        # on a CUDA device only (trainer/perf.py); a CPU run has neither column, so neither panel
+        Panel(t("panel.mfu.title"), ("perf/mfu",), t("panel.mfu.help"), t("unit.fraction"), section="speed"),
+        Panel(t("panel.gpu_memory.title"), ("perf/gpu_memory_gb",), t("panel.gpu_memory.help"), "GB", section="speed"),
         Panel(t("panel.phases.title"), PHASE_METRICS, t("panel.phases.help"), t("unit.seconds"), stacked=True,
               section="speed"),
         # stragglers; built only for a run that has them (one process has no such columns)

@@ -10,7 +10,7 @@ import streamlit as st
 from grpo_lab.dashboard import ui
 from grpo_lab.dashboard.launching import launch_form, launcher
 from grpo_lab.dashboard.reading import data
-from grpo_lab.dashboard.views import markup
+from grpo_lab.dashboard.views import markup, sweeps_view
 from grpo_lab.dashboard.i18n import t
 from grpo_lab.rundir.layout import SOURCES_KEY
 from grpo_lab.rundir.reader import tail
@@ -125,6 +125,7 @@ def render(was_active: bool) -> None:
         if st.button(t("runs.launch_demo"), type="primary", key="launch_demo"):
             launch_form.start(launch_form.demo_values(data.runs_dir()))
         return
+    sweeps_view.render(runs, pending, data.runs_dir())  # each sweep one collapsed row with its progress
     left, right = st.columns([2, 1])
     text = left.text_input(t("runs.filter"), key="runs_filter", placeholder=t("runs.filter_placeholder"))
     frame = runs_frame(runs, pending)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from grpo_lab.trainer.objective import LOSS_AGGREGATIONS, STD_MODES
+from grpo_lab.objective.options import LOSS_AGGREGATIONS, STD_MODES
 
 PREFIX = "trl/"
 

@@ -5,7 +5,7 @@ one JSON object per completion with `input` (the prompt, decoded), `output` (the
 `score` (its total reward), `step`, and, depending on the version, `gts` (the reference answer),
 `uid` (the prompt's id in the batch) and the reward function's extra values (`acc`, `pred`, ...).
 The advantages are not in the dump: they are recomputed here with
-`grpo_lab.trainer.objective.group_advantages` (config.json says `advantage_source: "recomputed"`
+`grpo_lab.objective.functions.group_advantages` (config.json says `advantage_source: "recomputed"`
 and which std_mode was used). verl's GRPO divides by the N-1 std (std_mode "sample", which also is
 the default here), plus an epsilon of 1e-6.
 
@@ -31,7 +31,7 @@ import torch
 from grpo_lab.rundir.importers import limits, samples
 from grpo_lab.rundir.importers.build import SourceError, finish, open_writer, scalar_row
 from grpo_lab.rundir.layout import RunPaths
-from grpo_lab.trainer.objective import group_advantages
+from grpo_lab.objective.functions import group_advantages
 
 KNOWN = ("input", "output", "score", "step", "uid")
 EXPECTED = "a JSON object with input (text), output (text) and score (number)"

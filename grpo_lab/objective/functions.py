@@ -1,13 +1,15 @@
 """The GRPO / PPO objective as pure tensor functions.
 
-One source of truth: the trainer's loops and the dashboard's concept demos both call these.
-Importing this module has no side effects (no model, no device, no global state).
+One source of truth: the trainer's loops, the importers (advantages recomputed) and the
+dashboard's concept demos all call these. Importing this module has no side effects (no model, no
+device, no global state). The named choices and the rules between them (std modes, the clip range,
+LossSettings) live in `grpo_lab.objective.options`, which needs no torch.
 
 Shapes: `(B, T)` is B completions by T completion tokens; `mask` is 1 on real completion tokens
 (EOS included: stopping is an action), 0 on padding. `(N, G)` is N prompts by G responses each.
 
-The chapter's GRPO is the default of every function. The variants other trainers use are keyword
-options, each with the paper it comes from: batch std (`std_mode="batch"`), Dr. GRPO's constant
+The chapter's GRPO is the default of every function. The variants other trainers use are options
+(`LossSettings` for the loss), each with the paper it comes from: batch std (`std_mode="batch"`), Dr. GRPO's constant
 normaliser (`aggregation="constant"`), GSPO's sequence-level ratio (`importance_level="sequence"`),
 truncated completions left out of the loss (DAPO's overlong filtering), an entropy bonus.
 """
@@ -18,7 +20,7 @@ from dataclasses import dataclass
 
 import torch
 
-from grpo_lab.objective.options import (  # noqa: F401 - the modes, re-exported for the trainer
+from grpo_lab.objective.options import (  # noqa: F401 - re-exported beside the functions
     IMPORTANCE_LEVELS, KL_ESTIMATORS, LOSS_AGGREGATIONS, STD_FORMULAS, STD_MODES, LossSettings, clip_range)
 
 # A group whose reward spread is below this is treated as "all equal": no learning signal.

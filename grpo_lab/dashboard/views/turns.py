@@ -1,0 +1,65 @@
+"""A tool rollout turn by turn on the Groups page: the model's text, then each tool call (which
+tool, its arguments, the result it appended, how long it ran, its error) set apart from it.
+
+Reads the samples table's `turns` column (runs with tools; docs/run-directory.md). Everything
+shown is run text, escaped (markup.cut_text / html.escape), never rendered as markup.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+
+import pandas as pd
+import streamlit as st
+
+from grpo_lab.dashboard.i18n import t
+from grpo_lab.dashboard.views import markup
+
+CALL_STYLE = "margin:2px 0 2px 1.5em;padding:2px 8px;border-left:3px solid #6c8ebf;background:#eef3fa;font-family:monospace"
+ERROR_STYLE = "margin:2px 0 2px 1.5em;padding:2px 8px;border-left:3px solid #c0504d;background:#fbeaea;font-family:monospace"
+
+
+def _arguments(arguments: dict) -> str:
+    """A tag call's one argument (key "") as itself; JSON arguments as key=value."""
+    if set(arguments) == {""}:
+        return str(arguments[""])
+    return ", ".join(f"{k}={json.dumps(v)}" for k, v in arguments.items())
+
+
+def turns_html(turns: list[dict], markers: bool) -> str:
+    """One rollout's turns as HTML: model text inline, each call and its result on its own line."""
+    parts = []
+    for turn in turns:
+        parts.append(f'<div class="grpo-turn-model">{markup.cut_text(turn.get("model", ""), markers)}</div>')
+        if "tool" not in turn:
+            continue
+        call = f'{html.escape(str(turn["tool"]))}({html.escape(_arguments(turn.get("arguments") or {}))})'
+        seconds = f' <span style="opacity:.6">{float(turn.get("seconds") or 0):.3f} s</span>'
+        if turn.get("error") is not None:
+            parts.append(f'<div class="grpo-turn-error" style="{ERROR_STYLE}">🔧 {call} → '
+                         f'{html.escape(t("turns.error"))}: {html.escape(str(turn["error"]))}{seconds}</div>')
+        else:
+            parts.append(f'<div class="grpo-turn-tool" style="{CALL_STYLE}">🔧 {call} → '
+                         f'{markup.cut_text(turn.get("result", ""), markers)}{seconds}</div>')
+    return "".join(parts)
+
+
+def show(group: pd.DataFrame, markers: bool) -> None:
+    """The group's rollouts as turns, highest advantage first; nothing for a run without tools."""
+    if "turns" not in group or group["turns"].isna().all():
+        return
+    with st.expander(t("turns.heading"), expanded=True):
+        st.caption(t("turns.caption"))
+        rows = []
+        for _, r in group.sort_values(["advantage", "sample_idx"], ascending=[False, True]).iterrows():
+            try:
+                turns = json.loads(r["turns"])
+            except (TypeError, ValueError):
+                continue  # a row without readable turns (never written so by the trainer)
+            kind = markup.adv_class(float(r["advantage"]))
+            rows.append(f'<div class="grpo-turns" style="margin-bottom:8px"><span style="font-family:monospace;'
+                        f'background:{markup.BACKGROUND[kind]};padding:2px 6px;border-radius:4px">'
+                        f'i={int(r["sample_idx"])} A={float(r["advantage"]):+.2f}</span>'
+                        f'{turns_html(turns, markers)}</div>')
+        st.html("".join(rows))

@@ -1,0 +1,76 @@
+"""Tools by name: built-ins, `module:function`, and an environment class whose methods are tools.
+
+As TRL takes them: a tool is a plain function with type hints and a docstring; an environment is
+a class, one fresh instance per rollout, whose public methods are the tools and whose `reset`
+receives the row's columns (TRL's `environment_factory`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Callable
+
+from grpo_lab.tools.calculator import calculator
+from grpo_lab.tools.python_tool import python
+
+BUILTIN: dict[str, Callable] = {"calculator": calculator, "python": python}
+
+
+class ToolError(ValueError):
+    """A tool or environment spec that cannot be loaded (a config error)."""
+
+
+def _import(spec: str, what: str):
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise ToolError(f"{what}: {spec!r} is not module:name (built-in tools: {', '.join(BUILTIN)})")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ToolError(f"{what}: cannot import {module_name!r} ({exc})") from None
+    try:
+        return getattr(module, attr)
+    except AttributeError:
+        raise ToolError(f"{what}: module {module_name!r} has no {attr!r}") from None
+
+
+def load_tools(spec: str) -> dict[str, Callable]:
+    """Tools from a comma list of built-in names and module:function specs, by function name.
+
+    >>> list(load_tools("calculator"))
+    ['calculator']
+    """
+    tools: dict[str, Callable] = {}
+    for part in (p.strip() for p in spec.split(",")):
+        if not part:
+            continue
+        fn = BUILTIN.get(part) or _import(part, "tools")
+        if not callable(fn):
+            raise ToolError(f"tools: {part!r} is not a function")
+        tools[fn.__name__] = fn
+    return tools
+
+
+def load_environment(spec: str) -> type:
+    """The environment class named module:Class."""
+    cls = _import(spec, "environment")
+    if not inspect.isclass(cls):
+        raise ToolError(f"environment: {spec!r} is not a class")
+    if not environment_tools(cls):
+        raise ToolError(f"environment: {spec!r} has no public methods to use as tools")
+    return cls
+
+
+def environment_tools(obj) -> dict[str, Callable]:
+    """The public methods of an environment (class or instance), reset excepted."""
+    return {name: getattr(obj, name) for name, member in inspect.getmembers(obj, callable)
+            if not name.startswith("_") and name != "reset" and not inspect.isclass(member)}
+
+
+def new_environment(cls: type, row: dict) -> dict[str, Callable]:
+    """A fresh instance for one rollout, reset with the row's columns: its tools, bound."""
+    env = cls()
+    if callable(getattr(env, "reset", None)):
+        env.reset(**row)
+    return environment_tools(env)
