@@ -28,6 +28,7 @@ def rated(tmp_path_factory):
     return run
 
 
+@pytest.mark.slow  # trains a model for a few epochs
 def test_trains_and_the_reward_model_reward_loads_it(rated, tmp_path):
     out = tmp_path / "rm"
     done = subprocess.run([*CLI, str(rated), "--out", str(out), "--epochs", "2", "--eval-fraction", "0.25"],

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import math
 import time
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -17,6 +18,9 @@ from grpo_lab import rewards
 from grpo_lab.trainer.decode import Sampling
 from grpo_lab.trainer.rollout import sample
 from grpo_lab.trainer.scoring import completion_id_lists, score_completions
+
+if TYPE_CHECKING:  # setup.py imports this module: the type alone, no cycle
+    from grpo_lab.trainer.setup import Components
 
 ACCURACY_REWARD = "correctness"
 
@@ -42,7 +46,7 @@ def _accuracy_reward():
 
 
 @torch.no_grad()
-def evaluate(c) -> dict[str, float]:
+def evaluate(c: Components) -> dict[str, float]:
     """eval/* metrics for the policy as it is now (c: trainer.setup.Components with an eval_task)."""
     cfg = c.cfg
     start = time.perf_counter()

@@ -17,15 +17,20 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import torch
 
+from grpo_lab.objective.options import group_of
 from grpo_lab.tools import (CHARACTER_CALC, XML_CALC, TagSyntax, environment_tools, find_call, new_environment,
                             run_call)
 from grpo_lab.tools.runner import DEFAULT_MAX_CHARS, DEFAULT_TIMEOUT_S
 from grpo_lab.trainer.decode import Sampling, decode
 from grpo_lab.trainer.models import unwrap
 from grpo_lab.trainer.rollout import Rollout
+
+if TYPE_CHECKING:  # setup.py imports this module: the type alone, no cycle
+    from grpo_lab.trainer.setup import Components
 
 NOT_COLUMNS = ("prompt", "prompt_id", "source_prompt")  # not handed to an environment's reset
 
@@ -100,7 +105,7 @@ def sample_with_tools(model, tokenizer, prompts: list[str], how: Sampling, devic
     tokens: list[list[int]] = [[] for _ in range(B)]
     from_tool: list[list[int]] = [[] for _ in range(B)]
     turns: list[list[dict]] = [[] for _ in range(B)]
-    toolboxes = [setup.for_row(rows[i // G] if rows else None) for i in range(B)]
+    toolboxes = [setup.for_row(rows[group_of(i, G)] if rows else None) for i in range(B)]
     calls, ended, done = [0] * B, [False] * B, [False] * B
     one = replace(how, copies=1)
     while not all(done):
@@ -171,7 +176,7 @@ def template_tools(setup: ToolSetup | None) -> list[Callable]:
     return fns
 
 
-def setup_for(c) -> ToolSetup | None:
+def setup_for(c: Components) -> ToolSetup | None:
     """The trainer components' ToolSetup, built on first use and kept on them."""
     if not hasattr(c, "tool_setup"):
         c.tool_setup = build_setup(c.cfg, c.tokenizer)

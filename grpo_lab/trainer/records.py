@@ -9,11 +9,15 @@ import json
 import math
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import torch
 
 from grpo_lab.trainer.doctor import repetitive
 from grpo_lab.trainer.timing import rank_scalars, rank_seconds
+
+if TYPE_CHECKING:  # setup.py imports this module: the type alone, no cycle
+    from grpo_lab.trainer.setup import Components
 
 # Fixed ratio histogram bins: 40 bins over [0.5, 1.5]; values beyond fall into the end bins.
 RATIO_EDGES = torch.linspace(0.5, 1.5, 41)
@@ -120,7 +124,7 @@ class LastPass:
         self.clipped_low[idx], self.clipped_high[idx] = clipped_low, clipped_high
 
 
-def step_scalars(c, batch, stats: TokenStats, *, advantages: torch.Tensor, frac_zero_std: float,
+def step_scalars(c: Components, batch, stats: TokenStats, *, advantages: torch.Tensor, frac_zero_std: float,
                  policy_losses: list[float], losses: list[float], grad_norms: list[float],
                  start: float) -> dict[str, float]:
     """The scalars GRPO and PPO both log (docs/run-directory.md); `advantages` one per logged value."""
@@ -176,7 +180,7 @@ def tool_scalars(turns: list[list[dict]] | None) -> dict[str, float]:
             "time/tools_s": sum(t.get("seconds") or 0.0 for row in turns for t in row)}
 
 
-def log_step_tables(c, step: int, batch, stats: TokenStats, last: LastPass, *, advantages: torch.Tensor,
+def log_step_tables(c: Components, step: int, batch, stats: TokenStats, last: LastPass, *, advantages: torch.Tensor,
                     per_token: dict[str, torch.Tensor], dropped=None) -> None:
     """samples, histograms and tokens rows of one step (logging level full only).
 
@@ -187,7 +191,7 @@ def log_step_tables(c, step: int, batch, stats: TokenStats, last: LastPass, *, a
         _log_tables(c, step, batch, stats, last, advantages=advantages, per_token=per_token, dropped=dropped)
 
 
-def _log_tables(c, step, batch, stats, last, *, advantages, per_token, dropped) -> None:
+def _log_tables(c: Components, step, batch, stats, last, *, advantages, per_token, dropped) -> None:
     if c.writer.level != "full":
         return
     if c.dist.active:  # several processes: rank 0 writes every rank's rows, groups numbered in rank order

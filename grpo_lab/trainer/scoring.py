@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -20,12 +21,15 @@ from grpo_lab.trainer import multiturn
 from grpo_lab.trainer.decode import Sampling
 from grpo_lab.trainer.rollout import Rollout, sample, token_logprobs
 
+if TYPE_CHECKING:  # setup.py imports this module: the type alone, no cycle
+    from grpo_lab.trainer.setup import Components
+
 # Row fields that are not reward inputs: the prompt goes as `prompts` (the dataset's, kept in
 # `source_prompt` by tasks.render), prompt_id is ours.
 NOT_COLUMNS = ("prompt", "prompt_id", "source_prompt")
 
 
-def trainer_state(c, step: int):
+def trainer_state(c: Components, step: int):
     """What TRL hands a reward as `trainer_state` at `step` (see `make_trainer_state`)."""
     return make_trainer_state(c.cfg, len(c.task.rows), step, c.dist.writer)
 
@@ -57,7 +61,7 @@ def reward_inputs(rows: list[dict], completions: list[str], per_prompt: int) -> 
     return prompts, shaped, {key: [row.get(key) for row in of_row] for key in keys}
 
 
-def score_completions(c, rows: list[dict], completions: list[str], per_prompt: int, log_prefix: str = "",
+def score_completions(c: Components, rows: list[dict], completions: list[str], per_prompt: int, log_prefix: str = "",
                       fns: dict | None = None, *, completion_ids: list[list[int]] | None = None,
                       step: int = 0) -> "rewards.Scores":
     """Score completions that answer each row `per_prompt` times in turn, with `fns` (default: the
@@ -79,7 +83,7 @@ def completion_id_lists(rollout: Rollout) -> list[list[int]]:
     return [row[keep].tolist() for row, keep in zip(rollout.completion_ids.cpu(), mask)]
 
 
-def score_rollout(c, rows: list[dict], rollout: Rollout, step: int = 0) -> tuple["rewards.Scores", torch.Tensor]:
+def score_rollout(c: Components, rows: list[dict], rollout: Rollout, step: int = 0) -> tuple["rewards.Scores", torch.Tensor]:
     """(per-reward scores, total reward per completion as a float tensor with NaN for None)."""
     with reward_context.scoring(reward_context.of_step(c, rows, step)):  # where each completion sits (`human`)
         scores = score_completions(c, rows, rollout.completions, c.cfg.group_size,
@@ -155,7 +159,7 @@ def loss_mask(rollout: Rollout) -> torch.Tensor:
     return mask if rollout.tool_mask is None else mask * (1 - rollout.tool_mask.float())
 
 
-def sample_groups(c, rows: list[dict], step: int = 0) -> Batch:
+def sample_groups(c: Components, rows: list[dict], step: int = 0) -> Batch:
     """G completions of each row from the current policy (pi_old), scored; log-probabilities not yet taken."""
     cfg = c.cfg
     with c.timer.phase("generation"):
@@ -174,7 +178,7 @@ def sample_groups(c, rows: list[dict], step: int = 0) -> Batch:
                  old_logp=nan, entropy=nan.clone(), ref_logp=None)
 
 
-def with_logprobs(c, batch: Batch, policy: bool = True) -> Batch:
+def with_logprobs(c: Components, batch: Batch, policy: bool = True) -> Batch:
     """pi_old's and the reference's log-probabilities, taken once, before any update, by the same
     forward pass the updates use: the first pass then sees ratio 1 exactly.
 
@@ -192,7 +196,7 @@ def with_logprobs(c, batch: Batch, policy: bool = True) -> Batch:
                  scores=batch.scores, totals=batch.totals, old_logp=old_logp, entropy=entropy, ref_logp=ref_logp)
 
 
-def collect_batch(c, step: int, policy_logprobs: bool = True) -> Batch:
+def collect_batch(c: Components, step: int, policy_logprobs: bool = True) -> Batch:
     """Sample G completions per prompt from the current policy (pi_old), score them, and take
     pi_old's (unless policy_logprobs is False) and the reference's log-probabilities once, before
     any update. With several processes, this process's share of the step's prompts."""
@@ -261,7 +265,7 @@ class DynamicBatch:
     rounds: int  # sampling rounds: 1 + extra rounds
 
 
-def collect_with_signal(c, step: int) -> DynamicBatch:
+def collect_with_signal(c: Components, step: int) -> DynamicBatch:
     """DAPO's dynamic sampling (Yu et al., "DAPO", 2025, arXiv:2503.14476, section 3.2).
 
     A group whose rewards are all equal has advantages 0: it costs its sampling and teaches

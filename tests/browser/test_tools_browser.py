@@ -22,7 +22,9 @@ def tools_run(server):
     result = run_trainer(runs, NAME, *SMALL, "--task", "big_arithmetic", "--tools", "calculator", "--max-steps", "1",
                          "--max-new-tokens", "20", "--sft-steps", "80")  # 80: the warm start teaches the calc tag
     assert result.returncode == 0, result.stderr[-2000:]
-    return url, read_table(runs / NAME, "samples")
+    samples = read_table(runs / NAME, "samples")
+    assert samples["tool_calls"].sum() > 0  # the warm start taught the tag: there are calls to show
+    return url, samples
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
@@ -48,6 +50,7 @@ def test_groups_shows_a_rollouts_turns_and_tool_calls(tools_run, page, lang):
 
     expect(page.get_by_text(locale(lang)["turns.heading"])).to_be_visible()
     expect(page.locator("div.grpo-turns")).to_have_count(len(rows))
+    print(f"group {step}/{group}: {int(rows['tool_calls'].sum())} tool calls shown")  # (pytest -s: what was checked)
     calls = page.locator("div.grpo-turn-tool, div.grpo-turn-error")
     expect(calls).to_have_count(int(rows["tool_calls"].sum()))
     for i, text in enumerate(calls.all_inner_texts()):
