@@ -19,19 +19,10 @@ import os
 import sys
 from pathlib import Path
 
+from grpo_lab.dashboard.launching.identity import option  # `--flag V` or `--flag=V`, the last one wins
+
 APP = Path(__file__).with_name("app.py")
 SETTINGS = ("--server.address", "localhost", "--server.headless", "true", "--browser.gatherUsageStats", "false")
-
-
-def _option(argv: list[str], name: str) -> str | None:
-    """The last value given for `--name` (as `--name V` or `--name=V`), None when absent."""
-    value = None
-    for i, arg in enumerate(argv):
-        if arg == name and i + 1 < len(argv):
-            value = argv[i + 1]
-        elif arg.startswith(name + "="):
-            value = arg.split("=", 1)[1]
-    return value
 
 
 def _loopback(address: str) -> bool:
@@ -48,8 +39,8 @@ def host_settings(argv: list[str]) -> list[str]:
     loopback only and the user named no allowed hosts of their own."""
     from grpo_lab.dashboard.access import allowed_hosts
 
-    address = _option([*SETTINGS, *argv], "--server.address") or ""
-    if not _loopback(address) or _option(argv, "--server.allowedHosts") is not None:
+    address = option([*SETTINGS, *argv], "--server.address") or ""
+    if not _loopback(address) or option(argv, "--server.allowedHosts") is not None:
         return []
     return [arg for host in sorted(allowed_hosts(address)) for arg in ("--server.allowedHosts", host)]
 

@@ -237,10 +237,8 @@ def show_tokens(info: RunInfo, target: Target, group: pd.DataFrame) -> None:
     lines = []
     for _, r in order.iterrows():
         toks = tokens[tokens["sample_idx"] == r["sample_idx"]]
-        kind = markup.adv_class(float(r["advantage"]))
-        lines.append(f'<div style="display:flex;gap:8px;align-items:center"><span style="min-width:9em;'
-                     f'font-family:monospace;background:{markup.BACKGROUND[kind]};'
-                     f'padding:2px 6px;border-radius:4px">i={int(r["sample_idx"])} A={float(r["advantage"]):+.2f}</span>'
+        lines.append('<div style="display:flex;gap:8px;align-items:center">'
+                     f'{markup.response_chip(r["sample_idx"], r["advantage"], style="min-width:9em;")}'
                      f"{markup.tokens_html(toks, mode, bounds)}</div>")
     st.html("".join(lines))
     with st.expander(t("groups.token_table")):

@@ -24,6 +24,12 @@ def adv_class(a: float) -> str:
     return "pos" if a > 0 else "neg" if a < 0 else "zero"
 
 
+def response_chip(sample_idx: int, advantage: float, style: str = "") -> str:
+    """`i=3 A=+1.20` on its advantage's colour: the label a response's line starts with."""
+    return (f'<span style="{style}font-family:monospace;background:{BACKGROUND[adv_class(advantage)]};'
+            f'padding:2px 6px;border-radius:4px">i={int(sample_idx)} A={float(advantage):+.2f}</span>')
+
+
 CUT_CHARS = 300  # a completion longer than this is cut in tables; the rest is one click away (<details>)
 # What can turn text into markup: links and images ([ ]), HTML (< > &), code spans, emphasis (* and
 # _ at a word's edge), LaTeX ($), tables, headings, strikethrough: each is backslash-escaped.

@@ -57,9 +57,6 @@ def show(group: pd.DataFrame, markers: bool) -> None:
                 turns = json.loads(r["turns"])
             except (TypeError, ValueError):
                 continue  # a row without readable turns (never written so by the trainer)
-            kind = markup.adv_class(float(r["advantage"]))
-            rows.append(f'<div class="grpo-turns" style="margin-bottom:8px"><span style="font-family:monospace;'
-                        f'background:{markup.BACKGROUND[kind]};padding:2px 6px;border-radius:4px">'
-                        f'i={int(r["sample_idx"])} A={float(r["advantage"]):+.2f}</span>'
-                        f'{turns_html(turns, markers)}</div>')
+            rows.append(f'<div class="grpo-turns" style="margin-bottom:8px">'
+                        f'{markup.response_chip(r["sample_idx"], r["advantage"])}{turns_html(turns, markers)}</div>')
         st.html("".join(rows))

@@ -14,12 +14,11 @@ the file (and the line), never a traceback, a hang, or a value the pages cannot 
 from __future__ import annotations
 
 import math
-import os
 import re
-import stat
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from grpo_lab.rundir import reader
 from grpo_lab.rundir.importers.build import SourceError
 
 MAX_STEP = 99_999_999  # 8 digits: layout.PART_RE
@@ -57,25 +56,19 @@ def unique_steps(found: list[tuple[int, Path]]) -> list[tuple[int, Path]]:
 
 
 def open_regular(path: Path) -> BinaryIO:
-    """The file opened for reading, when it is a regular file (a FIFO or device is refused, not waited on)."""
+    """The file opened for reading, when it is a regular file (a FIFO or device is refused, not waited
+    on): the run reader's open_regular, where it may lie anywhere (a source folder may link elsewhere)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        return reader.open_regular(path, within=Path(path).resolve().parent)
+    except reader.UnsafeFileError:
+        raise SourceError(f"{path}: expected a regular file (not a FIFO, device or folder)") from None
     except OSError as exc:
         raise SourceError(f"{path}: cannot be opened ({exc.strerror})") from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise SourceError(f"{path}: expected a regular file (not a FIFO, device or folder)")
-    return os.fdopen(fd, "rb")
 
 
 def require_regular(path: Path) -> None:
     """Refuse a path that is not a regular file, before a library (pyarrow) opens it and blocks."""
-    try:
-        mode = os.stat(path).st_mode
-    except OSError as exc:
-        raise SourceError(f"{path}: cannot be read ({exc.strerror})") from None
-    if not stat.S_ISREG(mode):
-        raise SourceError(f"{path}: expected a regular file (not a FIFO, device or folder)")
+    open_regular(path).close()
 
 
 def number(value: Any, where: str, what: str) -> float:
