@@ -16,10 +16,11 @@ directory (every completion and histogram), TRL logs scalars.
 
 The figure is a median over `--pairs` interleaved pairs (one run of each, the order alternating from
 pair to pair), each pair's ratio printed with both sides' s/step and mean completion length, and the
-load average before and after. TRL slows far more than this trainer when other work shares the cores
-(issue 30: 0.64 under load, 0.96-1.02 quiet), so when the 1-minute load average before a pair is
-above `--max-load` (or after it above `--max-load` + 2, the pair's own two cores) the bench prints
-the figures but no verdict. Phases, mean seconds a step: ours from
+CPU that other processes used while the pair ran (cores: the machine's busy time from /proc/stat less
+the pair's own processes' CPU time; a load average cannot tell them apart, it counts the pair too).
+TRL slows far more than this trainer when other work shares the cores (issue 30: 0.64 under load),
+so when others used more than `--max-others` cores during a pair the bench prints the figures but no
+verdict. Phases, mean seconds a step: ours from
 `time/*`; TRL's by timing its own methods in the worker (`_generate`, `_calculate_rewards`, the
 no-grad log-prob forwards for pi_old and the reference, and `training_step` less its sampling:
 forward, loss and backward); "other" is the rest of a step (optimizer step, logging).
@@ -31,6 +32,7 @@ import argparse
 import json
 import math
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -182,20 +184,31 @@ def summary(result: dict) -> tuple[float, float]:
     return statistics.median(result["step_s"]), statistics.mean(result["tokens"]) / per_step if result["tokens"] else math.nan
 
 
+def busy_seconds() -> float:
+    """CPU seconds the whole machine has been busy since boot (all cores; idle and iowait left out)."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def children_seconds() -> float:
+    """CPU seconds of this process's finished children and theirs (the pair's workers and trainers)."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
 def compare(name: str, model: str, data: Path, args) -> None:
     rows, ratios, loaded = [], [], []
     phases: dict[str, list[dict]] = {"ours": [], "trl": []}
     for pair in range(args.pairs):
-        before = os.getloadavg()[0]
+        start, busy, ours_cpu = time.perf_counter(), busy_seconds(), children_seconds()
         order = ("ours", "trl") if pair % 2 == 0 else ("trl", "ours")  # neither always runs first
         got = {which: measure(which, model, data, args.steps, args.tokens) for which in order}
-        after = os.getloadavg()[0]
-        # the pair itself loads one core or two: the load after, less those, says whether others ran
-        loaded.append(before > args.max_load or after > args.max_load + 2)
+        others = max(0.0, (busy_seconds() - busy) - (children_seconds() - ours_cpu)) / (time.perf_counter() - start)
+        loaded.append(others > args.max_others)
         (ours_s, ours_len), (trl_s, trl_len) = summary(got["ours"]), summary(got["trl"])
         ratios.append(ours_s / trl_s)
         rows.append(f"| {name} | {pair + 1} | {ours_s:.2f} ({ours_len:.1f}) | {trl_s:.2f} ({trl_len:.1f}) | "
-                    f"{ratios[-1]:.2f} | {before:.2f} -> {after:.2f} | {got['ours']['threads']} / {got['trl']['threads']} |")
+                    f"{ratios[-1]:.2f} | {others:.2f} | {got['ours']['threads']} / {got['trl']['threads']} |")
         for which in phases:
             phases[which].append(got[which]["phases"])
         print(rows[-1], flush=True)
@@ -203,8 +216,8 @@ def compare(name: str, model: str, data: Path, args) -> None:
     print(f"\n{name}: median ratio ours / TRL over {len(ratios)} pairs: {median:.2f} "
           f"(spread {min(ratios):.2f}-{max(ratios):.2f})")
     if any(loaded):
-        print(f"{name}: NO VERDICT: the 1-minute load average was above {args.max_load} before, or above "
-              f"{args.max_load + 2} after, {sum(loaded)} of {len(loaded)} pairs; the figure above was taken under load")
+        print(f"{name}: NO VERDICT: other processes used more than {args.max_others} cores during "
+              f"{sum(loaded)} of {len(loaded)} pairs; the figure above was taken under load")
     else:
         goal = 0.8 if name == "smollm2" else 0.5
         print(f"{name}: {'meets' if median <= goal else 'misses'} the goal ratio <= {goal} (quiet machine)")
@@ -222,8 +235,8 @@ def main() -> None:
     parser.add_argument("--models", default="tiny,smollm2", help="tiny, smollm2 or both (comma-separated)")
     parser.add_argument("--steps", type=int, default=5, help="steps per run (the first is not timed)")
     parser.add_argument("--pairs", type=int, default=3, help="interleaved pairs of runs (ours, TRL) per model")
-    parser.add_argument("--max-load", type=float, default=0.5,
-                        help="no verdict when the 1-minute load average before a pair is above this")
+    parser.add_argument("--max-others", type=float, default=0.2,
+                        help="no verdict when other processes used more than this many cores during a pair")
     parser.add_argument("--tokens", type=int, default=32, help="max new tokens")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--model-dir", help=argparse.SUPPRESS)
@@ -240,7 +253,7 @@ def main() -> None:
     print(f"{SETTINGS['prompts']} prompts x G = {SETTINGS['group']}, {args.tokens} new tokens, 1 pass, "
           f"beta {SETTINGS['beta']}, {args.steps - 1} timed steps a run, {args.pairs} interleaved pairs, "
           f"{os.cpu_count()} cores\n")
-    print("| model | pair | ours s/step (mean length) | TRL s/step (mean length) | ratio | load before -> after "
+    print("| model | pair | ours s/step (mean length) | TRL s/step (mean length) | ratio | others' cores "
           "| threads ours / TRL |\n|---|---|---|---|---|---|---|")
     for name in args.models.split(","):
         model = str(tiny_model(scratch / "tiny") if name == "tiny" else smollm.ensure_converted())

@@ -36,7 +36,7 @@ def test_an_imported_runs_config_is_not_filled_with_our_defaults():
 def test_a_series_of_one_point_gets_its_point_marked():
     one = pd.DataFrame({"x": [1], "series": ["trl"], "raw": [0.5], "smooth": [0.5]})
     many = pd.DataFrame({"x": [1, 2], "series": ["a", "a"], "raw": [0.5, 0.6], "smooth": [0.5, 0.6]})
-    marks = [layer["mark"] for layer in charts.line_chart(one, title="t", x_title="x", smoothing=False)["layer"]]
+    marks = [layer["mark"] for layer in charts.line_chart(one, title="t", x_title="x", style=charts.LineStyle(smoothing=False))["layer"]]
     assert any(m.get("point") for m in marks)
-    marks = [layer["mark"] for layer in charts.line_chart(many, title="t", x_title="x", smoothing=False)["layer"]]
+    marks = [layer["mark"] for layer in charts.line_chart(many, title="t", x_title="x", style=charts.LineStyle(smoothing=False))["layer"]]
     assert not any(m.get("point") for m in marks)

@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 
 from grpo_lab.dashboard.views import charts, metrics, series
+from grpo_lab.rundir.metrics import PHASES
 
 
 def test_ema_is_debiased_and_zero_weight_is_raw():
@@ -68,7 +69,7 @@ def test_histogram_grid_merges_steps_and_each_column_sums_to_one():
 
 def test_line_chart_spec_has_zoom_legend_toggle_and_clip_rules():
     df = pd.DataFrame({"x": [1.0, 2.0], "series": ["a", "a"], "raw": [1.0, 2.0], "smooth": [1.0, 1.5]})
-    spec = charts.line_chart(df, title="t", x_title="step", rules=[0.8, 1.2])
+    spec = charts.line_chart(df, title="t", x_title="step", style=charts.LineStyle(rules=(0.8, 1.2)))
     params = [p for layer in spec["layer"] for p in layer.get("params", [])]
     assert {p["bind"] for p in params} == {"legend", "scales"}
     assert [layer["data"]["values"][0]["y"] for layer in spec["layer"] if "data" in layer] == [0.8, 1.2]
@@ -90,7 +91,7 @@ def test_every_panel_has_a_live_section_and_every_closed_section_a_heading():
 
     cols = ["reward/mean", "eval/accuracy", "advantage/std", "groups/frac_zero_std", "kl/mean", "clip/low", "ratio/max",
             "entropy/mean", "loss/policy", "grad/norm", "completion/length_mean", "completion/truncated_frac",
-            "perf/tokens_per_s", *metrics.PHASE_METRICS, "value/mean"]
+            "perf/tokens_per_s", *(f"time/{p}_s" for p in PHASES), "value/mean"]
     sections = [p.section for p in metrics.panels(cols)]
     assert set(sections) == set(metrics.SECTIONS) and metrics.SECTIONS[0] == "overview"
     assert list(live_view.section_names()) == list(metrics.SECTIONS[1:])

@@ -174,6 +174,88 @@ TABLES: dict[str, Table] = {
 }
 
 
+# A step's phases, in the order they run: trainer/timing.py times each into time/<phase>_s (rows above)
+PHASES = ("generation", "reward", "old_logp", "ref", "update", "log")
+# the phases one process can hold the others up in: time/<phase>_s_max and _mean ('several' above)
+RANK_PHASES = ("generation", "update")
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One chart of the Live page: the registered names it draws, in order (patterns expand to every
+    column of a run they match). Its help is the meaning of each row it draws; its title is in the
+    dashboard's locale files (panel.<id>.title)."""
+
+    id: str
+    names: tuple[str, ...]
+    section: str = "overview"  # where Live puts it (dashboard/views/metrics.py SECTIONS)
+    ratio: bool = False  # log y-axis, the clip bounds drawn as rules
+    stacked: bool = False  # parts of a whole: stacked areas
+
+
+PANELS: tuple[Panel, ...] = (
+    Panel("reward", ("reward/mean", "rewards/<fn>/mean")),
+    Panel("reward_log", ("rewards/log/<name>",)),  # beside the rewards they explain
+    Panel("eval", ("eval/accuracy", "eval/reward_mean")),
+    Panel("advantage", ("advantage/std", "advantage/min", "advantage/max"), section="update"),
+    Panel("no_signal", ("groups/frac_zero_std",), section="update"),
+    Panel("kl", ("kl/mean", "kl/approx")),
+    Panel("clip", ("clip/low", "clip/high", "clip/total")),
+    Panel("ratio", ("ratio/min", "ratio/mean", "ratio/max"), section="update", ratio=True),
+    Panel("entropy", ("entropy/mean",), section="update"),
+    Panel("losses", ("loss/policy", "loss/total", "value/loss"), section="update"),
+    Panel("grad", ("grad/norm",), section="update"),
+    Panel("length", ("completion/length_mean", "completion/length_max"), section="completions"),
+    Panel("truncated", ("completion/truncated_frac",), section="completions"),
+    Panel("tools", ("tools/calls_per_rollout", "tools/turns_per_rollout"), section="completions"),
+    Panel("tool_errors", ("tools/error_frac",), section="completions"),
+    Panel("throughput", ("perf/tokens_per_s",), section="speed"),
+    Panel("mfu", ("perf/mfu",), section="speed"),
+    Panel("gpu_memory", ("perf/gpu_memory_gb",), section="speed"),
+    Panel("phases", tuple(f"time/{phase}_s" for phase in PHASES), section="speed", stacked=True),
+    Panel("tool_time", ("time/tools_s",), section="speed"),  # inside generation: not one of the stacked phases
+    Panel("ranks", tuple(f"time/{phase}_s_{which}" for phase in RANK_PHASES for which in ("max", "mean")),
+          section="speed"),
+    Panel("value", ("value/explained_variance", "value/clip_frac", "value/mean", "returns/mean"), section="value"),
+)
+
+
+def _pattern(name: str) -> re.Pattern:
+    """A registered name as a regex over columns: <fn> one path part, <name> the rest."""
+    return re.compile("".join("([^/]+)" if part == "<fn>" else "(.+)" if part == "<name>" else re.escape(part)
+                              for part in re.split(r"(<fn>|<name>)", name)) + r"\Z")
+
+
+ROWS: dict[str, Metric] = {name: row for table in TABLES.values() for row in table.rows for name in row.names}
+# patterns by the length of their fixed start, longest first: rewards/log/x is a logged figure, not
+# reward function "log"'s
+_PATTERNS = sorted(((n, _pattern(n)) for n in ROWS if "<" in n), key=lambda p: -p[0].index("<"))
+
+
+def registered_name(column: str) -> str | None:
+    """The registered name a scalars column is an instance of (itself, or the pattern it matches); None
+    when the registry does not know it."""
+    if column in ROWS:
+        return column
+    return next((name for name, pattern in _PATTERNS if pattern.match(column)), None)
+
+
+def columns_of(name: str, columns: list[str]) -> list[str]:
+    """The columns of a run that are `name` (a registered name or pattern), in order (a pattern's sorted)."""
+    if "<" not in name:
+        return [name] if name in columns else []
+    return sorted(c for c in columns if c not in ROWS and registered_name(c) == name)
+
+
+def _check_panels() -> None:
+    unknown = [n for p in PANELS for n in p.names if n not in ROWS]
+    if unknown:  # a panel drawing a name the registry does not hold is a bug in this file
+        raise ValueError(f"PANELS name unregistered metrics: {unknown}")
+
+
+_check_panels()
+
+
 def names(algo: str, rewards: list[str], processes: int = 1, evaluated: bool = False, cuda: bool = False,
           logged: tuple[str, ...] = (), tools: bool = False) -> set[str]:
     """The metric columns a run of `algo` with reward functions `rewards` on `processes` processes

@@ -18,7 +18,7 @@ import torch.distributed as dist
 
 from grpo_lab.trainer.distributed import Dist
 from grpo_lab.objective.functions import GroupAdvantages, group_advantages, grpo_loss, masked_mean
-from grpo_lab.trainer.records import LastPass, TokenStats, log_step_tables, step_scalars
+from grpo_lab.trainer.records import LastPass, TokenStats, Updates, log_step_tables, step_scalars
 from grpo_lab.trainer.rollout import token_logprobs
 from grpo_lab.trainer.scoring import collect_batch, collect_with_signal, minibatch_indices
 from grpo_lab.trainer.setup import Components
@@ -44,7 +44,7 @@ def grpo_step(c: Components, step: int) -> dict[str, float]:
 
     # --- several clipped passes over the same batch ---
     stats, last = TokenStats(), LastPass.like(batch.old_logp)
-    losses, policy_losses, grad_norms, bonuses = [], [], [], []
+    updates, bonuses = Updates(), []
     for _ in range(cfg.passes if batch.rows else 0):  # dynamic sampling may leave no group to train on
         for idx in minibatch_indices(len(batch.rollout.completions), cfg.minibatches):
             c.timer.count("update", batch.mask[idx].sum())
@@ -62,12 +62,11 @@ def grpo_step(c: Components, step: int) -> dict[str, float]:
                 scale = loss_scale(c.dist, out.loss_mask, cfg.loss_aggregation)  # 1 on one process
                 c.optimizer.zero_grad(set_to_none=True)
                 (out.loss * scale).backward()
-                grad_norms.append(float(torch.nn.utils.clip_grad_norm_(
-                    c.policy.parameters(), cfg.max_grad_norm if cfg.max_grad_norm > 0 else float("inf"))))
+                grad_norm = float(torch.nn.utils.clip_grad_norm_(
+                    c.policy.parameters(), cfg.max_grad_norm if cfg.max_grad_norm > 0 else float("inf")))
                 c.optimizer.step()
             stats.add(out.ratio, out.kl, out.clipped_low, out.clipped_high, batch.mask[idx])
-            losses.append(out.loss.item() * scale)
-            policy_losses.append(out.policy_loss.item() * scale)
+            updates.add(out.loss.item() * scale, out.policy_loss.item() * scale, grad_norm)
             bonuses.append(cfg.entropy_coef * out.entropy.item() * scale)
             last.record(idx, logp=logp, ratio=out.ratio, kl=out.kl, clipped_low=out.clipped_low,
                         clipped_high=out.clipped_high)
@@ -79,8 +78,8 @@ def grpo_step(c: Components, step: int) -> dict[str, float]:
         n_dropped = len(dynamic.dropped.rows)
         logged_adv = torch.cat([groups.advantages.flatten(), torch.zeros(n_dropped * batch.group_size)])
         frac_zero_std = n_dropped / (len(batch.rows) + n_dropped)  # every kept group has a spread
-    metrics = step_scalars(c, sampled, stats, advantages=logged_adv, frac_zero_std=frac_zero_std,
-                           policy_losses=policy_losses, losses=losses, grad_norms=grad_norms, start=start)
+    metrics = step_scalars(c, sampled, stats, updates, advantages=logged_adv, frac_zero_std=frac_zero_std,
+                           start=start)
     metrics.update({"groups/kept": float(len(batch.rows)), "groups/dropped": float(len(sampled.rows) - len(batch.rows)),
                     "groups/sampling_rounds": float(rounds)})
     if dynamic is not None:  # the entropy of the trained groups: the dropped ones had no forward pass

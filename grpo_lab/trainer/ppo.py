@@ -51,7 +51,7 @@ from grpo_lab.objective.functions import (
     policy_ratio,
     whiten,
 )
-from grpo_lab.trainer.records import LastPass, TokenStats, log_step_tables, step_scalars
+from grpo_lab.trainer.records import LastPass, TokenStats, Updates, log_step_tables, step_scalars
 from grpo_lab.trainer.rollout import token_logprobs
 from grpo_lab.trainer.scoring import collect_batch, minibatch_indices
 from grpo_lab.trainer.setup import Components
@@ -129,8 +129,9 @@ def ppo_step(c: Components, step: int) -> dict[str, float]:
     real = train_mask.bool()
     # the groups' spread says nothing about PPO's signal (the value model is the baseline); kept to compare
     frac_zero_std = group_advantages(totals.view(-1, cfg.group_size), cfg.std_mode).zero_std.float().mean().item()
-    metrics = step_scalars(c, batch, stats, advantages=advantages[real].cpu(), frac_zero_std=frac_zero_std,
-                           policy_losses=logs["policy"], losses=logs["loss"], grad_norms=logs["grad"], start=start)
+    updates = Updates(losses=logs["loss"], policy_losses=logs["policy"], grad_norms=logs["grad"])
+    metrics = step_scalars(c, batch, stats, updates, advantages=advantages[real].cpu(), frac_zero_std=frac_zero_std,
+                           start=start)
     metrics.update({
         "value/loss": mean["value"],
         "value/clip_frac": mean["value_clip"],

@@ -124,11 +124,26 @@ class LastPass:
         self.clipped_low[idx], self.clipped_high[idx] = clipped_low, clipped_high
 
 
-def step_scalars(c: Components, batch, stats: TokenStats, *, advantages: torch.Tensor, frac_zero_std: float,
-                 policy_losses: list[float], losses: list[float], grad_norms: list[float],
-                 start: float) -> dict[str, float]:
+@dataclass
+class Updates:
+    """What each optimizer update of a step logs, in update order (every minibatch of every pass);
+    losses already scaled as the update minimised them."""
+
+    losses: list[float] = field(default_factory=list)
+    policy_losses: list[float] = field(default_factory=list)
+    grad_norms: list[float] = field(default_factory=list)
+
+    def add(self, loss: float, policy_loss: float, grad_norm: float) -> None:
+        self.losses.append(loss)
+        self.policy_losses.append(policy_loss)
+        self.grad_norms.append(grad_norm)
+
+
+def step_scalars(c: Components, batch, stats: TokenStats, updates: Updates, *, advantages: torch.Tensor,
+                 frac_zero_std: float, start: float) -> dict[str, float]:
     """The scalars GRPO and PPO both log (docs/run-directory.md); `advantages` one per logged value."""
     ranks = None  # several processes: every rank's generation and update seconds, for the slowest and the mean
+    policy_losses, losses, grad_norms = updates.policy_losses, updates.losses, updates.grad_norms
     if c.dist.active:  # several processes: rank 0 computes each figure over every rank's completions
         g = c.dist.gather_step(batch=batch, stats=stats, advantages=advantages, frac_zero_std=frac_zero_std,
                                policy_losses=policy_losses, losses=losses, rank_seconds=rank_seconds(c.timer))

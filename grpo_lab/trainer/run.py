@@ -22,6 +22,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from grpo_lab.rundir.metrics import registered_name
 from grpo_lab.rundir.layout import NO_SPACE, RunLock, RunPaths, free_reserve, full_disk, make_reserve, write_json_atomic
 from grpo_lab.rundir.status import StatusFile
 from grpo_lab.rundir.writer import RunWriter
@@ -307,6 +308,9 @@ def train(cfg: Config) -> int:
             if comps.eval_task is not None and eval_due(step, cfg.eval_every, cfg.max_steps):
                 metrics.update(evaluate(comps))
             metrics.update(comps.timer.scalars())  # where the step went; its flush below counts in the next
+            if step == first_step and (unknown := sorted(k for k in metrics if registered_name(k) is None)):
+                # the registry names and explains every column (docs, Live panels): a new one goes there first
+                log.warning("scalars not in grpo_lab/rundir/metrics.py, written undocumented: %s", ", ".join(unknown))
             writer.log("scalars", {"step": [step], "time": [time.time()], "wall_s": [time.time() - start],
                                    **{k: [float(v)] for k, v in metrics.items()}})
             found = doctor.check(step, metrics, reward_notes=comps.reward_notes) if d.writer else ()

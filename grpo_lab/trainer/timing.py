@@ -16,9 +16,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-PHASES = ("generation", "reward", "old_logp", "ref", "update", "log")
-# Phases timed on every rank and logged as time/<phase>_s_max and time/<phase>_s_mean (several processes only)
-RANK_PHASES = ("generation", "update")
+from grpo_lab.rundir.metrics import PHASES, RANK_PHASES  # the registry's: the scalars they become live there
 
 
 class PhaseTimer:

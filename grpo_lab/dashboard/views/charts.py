@@ -11,6 +11,7 @@ Titles, axis names and tooltips are in the current language (dashboard/locales/,
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -36,15 +37,27 @@ def _zoom(name: str = "zoom") -> Spec:
     return {"name": name, "select": {"type": "interval", "encodings": ["x"]}, "bind": "scales"}
 
 
-def line_chart(df: pd.DataFrame, *, title: str, x_title: str, y_title: str = "", colour_field: str = "series",
-               smoothing: bool = True, height: int = 180, rules: list[float] | None = None,
-               colour_title: str | None = None, domain: list[str] | None = None, help: str = "",
-               log_y: bool = False, stacked: bool = False, x_steps: bool = False) -> Spec:
-    """Lines of `df` (x, <colour_field>, raw, smooth), one colour per series (or per run); with
-    `stacked`, areas stacked from zero (parts of a whole), smoothed or not. `x_steps`: x counts
-    steps (no ticks between two steps)."""
-    colour: Spec = {"field": colour_field, "type": "nominal", "title": colour_title,
-                    "scale": {"scheme": "tableau10", **({"domain": domain} if domain else {})},
+@dataclass(frozen=True)
+class LineStyle:
+    """How a line chart draws its series: the options that travel together from a page to the spec."""
+
+    smoothing: bool = True  # the smoothed curve bold over the raw one, faint
+    colour_field: str = "series"  # the column that names each line
+    colour_title: str | None = None  # the legend's heading
+    domain: list[str] | None = None  # a fixed colour order (Compare: each run keeps its colour)
+    log_y: bool = False
+    stacked: bool = False  # areas stacked from zero: parts of a whole
+    rules: tuple[float, ...] = ()  # dashed horizontal lines (the clip bounds)
+    height: int = 180
+
+
+def line_chart(df: pd.DataFrame, *, title: str, x_title: str, y_title: str = "", help: str | list[str] = "",
+               x_steps: bool = False, style: LineStyle = LineStyle()) -> Spec:
+    """Lines of `df` (x, <style.colour_field>, raw, smooth), one colour per series (or per run);
+    `help` the subtitle (a line or lines); `x_steps`: x counts steps (no ticks between two steps)."""
+    colour_field, smoothing, log_y, stacked = style.colour_field, style.smoothing, style.log_y, style.stacked
+    colour: Spec = {"field": colour_field, "type": "nominal", "title": style.colour_title,
+                    "scale": {"scheme": "tableau10", **({"domain": style.domain} if style.domain else {})},
                     "legend": {"orient": "bottom", "labelLimit": 260, "columns": 3}}
     shown = {"param": "legend", "empty": True}
     y_field = "smooth" if smoothing else "raw"
@@ -80,11 +93,11 @@ def line_chart(df: pd.DataFrame, *, title: str, x_title: str, y_title: str = "",
                             _q("raw", t("chart.raw"), format=",.4~g")],
             },
         })
-    for value in rules or []:
+    for value in style.rules:
         layers.append({"data": {"values": [{"y": value}]}, "mark": {"type": "rule", "strokeDash": [4, 4]},
                        "encoding": {"y": _q("y"), "color": {"value": "#888"}}})
     spec: Spec = {
-        "datasets": {"lines": df}, "data": {"name": "lines"}, "height": height, "autosize": AUTOSIZE,
+        "datasets": {"lines": df}, "data": {"name": "lines"}, "height": style.height, "autosize": AUTOSIZE,
         "title": {"text": title, "subtitle": help} if help else title,
         "encoding": {"x": _q("x", x_title, axis={"tickMinStep": 1} if x_steps else {}),
                      "color": colour},

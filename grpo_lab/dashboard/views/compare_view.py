@@ -115,8 +115,8 @@ def curves(runs: list[RunInfo], chosen: list[str], x_mode: str, smoothing: float
             frames.append(series.long_frame(frame.df.rename(columns={c: reward_name(c) for c in frame.df.columns}),
                                             [metric], x_mode, smoothing, label=r.name))
         df = pd.concat(frames, ignore_index=True)
-        spec = charts.line_chart(df, title=metric, x_title=ui.x_title(x_mode), smoothing=smoothing > 0,
-                                 colour_title=t("col.run"), domain=names, x_steps=x_mode == "step")
+        spec = charts.line_chart(df, title=metric, x_title=ui.x_title(x_mode), x_steps=x_mode == "step",
+                                 style=charts.LineStyle(smoothing=smoothing > 0, colour_title=t("col.run"), domain=names))
         with grid[i % 2]:
             st.vega_lite_chart(spec=spec, key=f"compare_chart_{i}")
     ui.warn(problems)

@@ -106,10 +106,10 @@ def draw_panels(panels: list[tuple[int, metrics.Panel]], *, run: str, frame: dat
     grid = st.columns(2) if panels else []
     for place, (i, panel) in enumerate(panels):
         df = _lines(run, frame.version, panel.metrics, x_mode, smoothing, frame.df)
+        style = charts.LineStyle(smoothing=smoothing > 0, rules=bounds if panel.ratio else (), log_y=panel.ratio,
+                                 stacked=panel.stacked)
         spec = charts.line_chart(df, title=panel.title, help=panel.help, x_title=ui.x_title(x_mode),
-                                 y_title=panel.y_title, smoothing=smoothing > 0,
-                                 rules=list(bounds) if panel.ratio else None, log_y=panel.ratio,
-                                 stacked=panel.stacked, x_steps=x_mode == "step")
+                                 y_title=panel.y_title, x_steps=x_mode == "step", style=style)
         with grid[place % 2]:
             st.vega_lite_chart(spec=spec, key=f"live_chart_{i}")
 

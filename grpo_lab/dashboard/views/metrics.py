@@ -1,21 +1,30 @@
-"""Which metrics the Live page draws together. Names are those of docs/run-directory.md; each
-panel's title, description and unit are in dashboard/locales/ (panel.<id>.*, unit.*)."""
+"""Which metrics the Live page draws together: the registry's panels (grpo_lab/rundir/metrics.py
+PANELS) for the columns a run has. Names, units and meanings are the registry's; a panel's title
+is in dashboard/locales/ (panel.<id>.title), and its subtitle is the meaning of each row it draws,
+in English from the registry, in another language from locales/metric_meanings/<code>.yaml."""
 
 from __future__ import annotations
 
-import dataclasses
+import functools
+import os
+import re
+import textwrap
 from dataclasses import dataclass
 
-from grpo_lab.dashboard.i18n import t
-from grpo_lab.rundir.metrics import reward_logged
-from grpo_lab.trainer.timing import PHASES, RANK_PHASES  # plain names: no torch
+import yaml
+
+from grpo_lab.dashboard.i18n import LOCALES, lang, t
+from grpo_lab.rundir import metrics as registry
+
+MEANINGS = LOCALES / "metric_meanings"
+SUBTITLE_WIDTH = 72  # characters a subtitle line holds at two charts a row
 
 
 @dataclass(frozen=True)
 class Panel:
     title: str
     metrics: tuple[str, ...]
-    help: str
+    help: str | list[str]  # the chart's subtitle: a line or lines
     y_title: str = ""
     ratio: bool = False  # a ratio chart: log y-axis, with the clip bounds drawn as rules
     stacked: bool = False  # parts of a whole (the step's phases): stacked areas, not lines
@@ -26,61 +35,74 @@ class Panel:
 # closed expander and is drawn only once opened (a dozen charts on first paint took 2-3 s in a browser).
 SECTIONS = ("overview", "update", "completions", "speed", "value")
 
+# the registry's units that have a translation (locales unit.*); the others ("nats", "GB") are symbols
+UNIT_KEYS = {"reward": "unit.reward", "fraction": "unit.fraction", "fraction of tokens": "unit.fraction",
+             "ratio": "unit.ratio", "tokens": "unit.tokens", "tokens/s": "unit.tokens_per_s", "s": "unit.seconds",
+             "count": "unit.count", "std units": "unit.std_units"}
 
-# grpo_lab/trainer/timing.py's phases, as the scalars name them
-PHASE_METRICS = tuple(f"time/{phase}_s" for phase in PHASES)
-# timing.rank_scalars: the slowest and the mean process, logged only by runs of several processes
-RANK_METRICS = tuple(f"time/{phase}_s_{which}" for phase in RANK_PHASES for which in ("max", "mean"))
+
+@functools.cache
+def translated_meanings(code: str) -> dict[str, str]:
+    """Registered name (a row's first) -> its short meaning in language `code`; empty for English,
+    whose meanings are the registry's own."""
+    path = MEANINGS / f"{code}.yaml"
+    return yaml.safe_load(path.read_text(encoding="utf-8")) if path.exists() else {}
 
 
-def reward_metrics(columns: list[str]) -> tuple[str, ...]:
-    """reward/mean, then each reward function's mean (rewards/<fn>/mean)."""
-    per_fn = sorted(c for c in columns if c.startswith("rewards/") and c.endswith("/mean") and not reward_logged(c))
-    return ("reward/mean", *per_fn)
+ASIDE = re.compile(r"`[^`]*`| \(|; |: ")  # a code span is skipped whole: its brackets are not asides
+
+
+def short_meaning(row: registry.Metric) -> str:
+    """The registry's meaning of `row` up to its first aside (a bracket, a semicolon, a colon)."""
+    cut = next((m.start() for m in ASIDE.finditer(row.meaning) if not m.group().startswith("`")), None)
+    return row.meaning[:cut]
+
+
+def meaning(row: registry.Metric) -> str:
+    """`row`'s short meaning in the current language (English where no translation exists)."""
+    return translated_meanings(lang()).get(row.names[0]) or short_meaning(row)
+
+
+def _rows(names: tuple[str, ...]) -> list[registry.Metric]:
+    return list({id(registry.ROWS[n]): registry.ROWS[n] for n in names}.values())
+
+
+def _label(drawn: list[str]) -> str:
+    """One name, or several as their shared start up to a / or _ and a star (ratio/*, time/update_s_*)."""
+    if len(drawn) == 1:
+        return drawn[0]
+    start = os.path.commonprefix(drawn)
+    return start[:max(start.rfind("/"), start.rfind("_")) + 1] + "*"
+
+
+def subtitle(names: tuple[str, ...]) -> list[str]:
+    """What the drawn rows mean, one piece per registry row ("name: meaning"), packed into lines."""
+    pieces = [f"{_label([n for n in row.names if n in names])}: {meaning(row)}" for row in _rows(names)]
+    return textwrap.wrap(" · ".join(pieces), SUBTITLE_WIDTH) or [""]
+
+
+def y_title(names: tuple[str, ...]) -> str:
+    """The drawn rows' unit, translated where the locales have it; none when they differ."""
+    units = {registry.ROWS[n].unit for n in names}
+    if len(units) != 1:
+        return ""
+    unit = units.pop()
+    return t(UNIT_KEYS[unit]) if unit in UNIT_KEYS else unit
 
 
 def panels(columns: list[str]) -> list[Panel]:
-    """The Live page's charts for the columns this run has (PPO adds value/* metrics; several
-    processes add the slowest and mean rank's times)."""
-    present = set(columns)
-    out = [
-        Panel(t("panel.reward.title"), reward_metrics(columns), t("panel.reward.help"), t("unit.reward")),
-        # what TRL reward functions logged with log_metric, beside the rewards they explain
-        Panel(t("panel.reward_log.title"), tuple(sorted(c for c in columns if reward_logged(c))),
-              t("panel.reward_log.help"), ""),
-        Panel(t("panel.eval.title"), ("eval/accuracy", "eval/reward_mean"), t("panel.eval.help"), t("unit.score")),
-        Panel(t("panel.advantage.title"), ("advantage/std", "advantage/min", "advantage/max"),
-              t("panel.advantage.help"), "A", section="update"),
-        Panel(t("panel.no_signal.title"), ("groups/frac_zero_std",), t("panel.no_signal.help"), t("unit.fraction"),
-              section="update"),
-        Panel(t("panel.kl.title"), ("kl/mean", "kl/approx"), t("panel.kl.help"), "nats"),
-        Panel(t("panel.clip.title"), ("clip/low", "clip/high", "clip/total"),
-              t("panel.clip.help"), t("unit.fraction")),
-        Panel(t("panel.ratio.title"), ("ratio/min", "ratio/mean", "ratio/max"),
-              t("panel.ratio.help"), t("unit.ratio"), ratio=True, section="update"),
-        Panel(t("panel.entropy.title"), ("entropy/mean",), t("panel.entropy.help"), "nats", section="update"),
-        Panel(t("panel.losses.title"), ("loss/policy", "loss/total", "value/loss"), t("panel.losses.help"),
-              t("unit.loss"), section="update"),
-        Panel(t("panel.grad.title"), ("grad/norm",), t("panel.grad.help"), t("unit.norm"), section="update"),
-        Panel(t("panel.length.title"), ("completion/length_mean", "completion/length_max"), t("panel.length.help"),
-              t("unit.tokens"), section="completions"),
-        Panel(t("panel.truncated.title"), ("completion/truncated_frac",), t("panel.truncated.help"),
-              t("unit.fraction"), section="completions"),
-        Panel(t("panel.throughput.title"), ("perf/tokens_per_s",), t("panel.throughput.help"),
-              t("unit.tokens_per_s"), section="speed"),
-        # on a CUDA device only (trainer/perf.py); a CPU run has neither column, so neither panel
-        Panel(t("panel.mfu.title"), ("perf/mfu",), t("panel.mfu.help"), t("unit.fraction"), section="speed"),
-        Panel(t("panel.gpu_memory.title"), ("perf/gpu_memory_gb",), t("panel.gpu_memory.help"), "GB", section="speed"),
-        Panel(t("panel.phases.title"), PHASE_METRICS, t("panel.phases.help"), t("unit.seconds"), stacked=True,
-              section="speed"),
-        # stragglers; built only for a run that has them (one process has no such columns)
-        *([Panel(t("panel.ranks.title"), RANK_METRICS, t("panel.ranks.help"), t("unit.seconds"), section="speed")]
-          if present & set(RANK_METRICS) else []),
-        Panel(t("panel.value.title"), ("value/explained_variance", "value/clip_frac", "value/mean", "returns/mean"),
-              t("panel.value.help"), "", section="value"),
-    ]
-    kept = (dataclasses.replace(p, metrics=tuple(m for m in p.metrics if m in present)) for p in out)
-    return [p for p in kept if p.metrics]
+    """The Live page's charts for the columns this run has: each registry panel with at least one of
+    its names present (PPO adds value/*, several processes the slowest and mean rank's times, a run
+    with tools tools/*)."""
+    out = []
+    for spec in registry.PANELS:
+        drawn = tuple(c for name in spec.names for c in registry.columns_of(name, columns))
+        if not drawn:
+            continue
+        present = tuple(n for n in spec.names if registry.columns_of(n, columns))
+        out.append(Panel(t(f"panel.{spec.id}.title"), drawn, subtitle(present), y_title(present), ratio=spec.ratio,
+                         stacked=spec.stacked, section=spec.section))
+    return out
 
 
 def other_metrics(columns: list[str]) -> list[str]:
