@@ -1,7 +1,8 @@
 """Runs written by another version of the run-directory contract, on every page that reads runs.
 
 A version 1 run (before the `group` column) opens everywhere, its groups derived once in the
-reader; a run from a newer version says "upgrade" instead of being misread."""
+reader; a version 2 run (before tools, extras and ratings) too; a run from a newer version says
+"upgrade" instead of being misread."""
 
 import json
 import shutil
@@ -40,7 +41,7 @@ def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("runs")
     done = run_trainer(root, "now", *SMALL, "--max-steps", "3")
     assert done.returncode == 0, done.stderr[-2000:]
-    for name, version in (("v1", 1), ("future", SCHEMA_VERSION + 1)):
+    for name, version in (("v1", 1), ("v2", 2), ("future", SCHEMA_VERSION + 1)):
         shutil.copytree(root / "now", root / name, ignore=shutil.ignore_patterns("checkpoints"))
         as_version(root / name, version)
     return root
@@ -58,9 +59,10 @@ def test_a_version_1_run_gets_the_groups_the_trainer_wrote(runs):
                                   check_dtype=False)
 
 
+@pytest.mark.parametrize("version", ["v1", "v2"])
 @pytest.mark.parametrize("page", RUN_PAGES)
-def test_a_version_1_run_opens_on_every_page(app, page):
-    at = app(page, "v1", cmp_runs=["v1", "now"], runs_pick="v1")
+def test_an_older_run_opens_on_every_page(app, page, version):
+    at = app(page, version, cmp_runs=[version, "now"], runs_pick=version)
     assert "hit a problem" not in texts(at.error)
     assert "newer version" not in texts(at.warning) + texts(at.error)
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 RUNS_DIR_ENV = "GRPO_LAB_RUNS_DIR"
 SOURCES_KEY = "sources"  # config.json: where each option's value came from (not an option itself)
 # A run name is one folder name: no separators, no "..", so it cannot lead outside the runs root.
