@@ -3,6 +3,7 @@
     .venv/bin/python bench/bench_dashboard.py              # build the run in a temp folder, measure
     .venv/bin/python bench/bench_dashboard.py --keep DIR   # keep (or reuse) the run in DIR
     .venv/bin/python bench/bench_dashboard.py --browser    # also time a real Chromium page load
+    .venv/bin/python bench/bench_dashboard.py --compare    # only Compare for a sweep of 15 runs (+ Chromium)
 
 Targets (issue 3, on 2 cores): first render of Live <= 1.5 s, a refresh <= 0.3 s, Groups for one
 step <= 0.5 s; issue 14: Live fully drawn in a real browser <= 1.5 s. The run is written with
@@ -14,14 +15,21 @@ not (a dashboard imports once).
 --browser: from navigation to every chart of the first paint drawn (the overview; the other sections
 wait in closed expanders, grpo_lab/dashboard/views/live_view.py), median of three loads; then, once, the seconds from
 clicking the first closed section to every section's charts drawn, opening them one after another.
+
+--compare (issue 24: drawn in a real browser in <= 2 s): `/compare?sweep=bench` over 3 variants x 5 seeds
+of 200 steps (15 runs written as tests/variants_helpers.py writes them), from navigation to both band
+charts, the per-metric table and the verdict drawn: on a fresh server, cold (server warmed on the
+home page, tables not read yet) and warm (a reload); and the same page under AppTest.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -190,34 +198,21 @@ def bench(runs_dir: Path, name: str, repeats: int) -> dict[str, list[float]]:
     return out
 
 
-def browser_load(runs_dir: Path, names: list[str]) -> dict[str, tuple[float, float]]:
-    """Per run: (seconds from navigation to every chart of Live's first paint drawn, median of three;
-    seconds from opening the first closed section to the charts of all of them drawn), headless Chromium."""
+@contextlib.contextmanager
+def serve(runs_dir: Path, script: Path = ROOT / "grpo_lab" / "dashboard" / "app.py"):
+    """`streamlit run` the dashboard (or `script`) over `runs_dir` on a free port, until its health check
+    answers; yields the url."""
     import socket
-    import subprocess
     import urllib.request
 
-    from playwright.sync_api import sync_playwright
-
-    from grpo_lab.dashboard.views import metrics
-
-    sections = [p.section for p in metrics.panels(["step", "time", "wall_s", *SCALARS])]  # the bench runs' columns
-    first = sections.count("overview")
-    # the closed sections' charts, in page order; last the ratio histogram's heatmap and one step's bars
-    closed = [n for n in map(sections.count, metrics.SECTIONS[1:]) if n] + [2]
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env = {**os.environ, "GRPO_LAB_RUNS_DIR": str(runs_dir)}
-    server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "grpo_lab" / "dashboard" / "app.py"),
+    server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(script),
                                "--server.port", str(port), "--server.headless", "true",
                                "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
                               cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-    def drawn(n: int) -> str:  # n charts on the page, and every one of them drawn
-        return ("(() => { const cs = [...document.querySelectorAll('[data-testid=stVegaLiteChart]')]; "
-                f"return cs.length >= {n} && cs.every(c => c.querySelector('canvas, svg')); }})()")
-
     try:
         for _ in range(200):
             try:
@@ -225,18 +220,48 @@ def browser_load(runs_dir: Path, names: list[str]) -> dict[str, tuple[float, flo
                 break
             except OSError:
                 time.sleep(0.2)
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True,
-                                        args=["--no-sandbox", "--disable-gpu"])
-            page = browser.new_page(viewport={"width": 1500, "height": 1000})
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+def chromium():
+    """(playwright, a headless Debian Chromium page); stop the playwright when done."""
+    from playwright.sync_api import sync_playwright
+
+    p = sync_playwright().start()
+    browser = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True,
+                                args=["--no-sandbox", "--disable-gpu"])
+    return p, browser.new_page(viewport={"width": 1500, "height": 1000})
+
+
+def drawn(n: int) -> str:
+    """JS: n charts on the page, and every one of them drawn."""
+    return ("(() => { const cs = [...document.querySelectorAll('[data-testid=stVegaLiteChart]')]; "
+            f"return cs.length >= {n} && cs.every(c => c.querySelector('canvas, svg')); }})()")
+
+
+def browser_load(runs_dir: Path, names: list[str]) -> dict[str, tuple[float, float]]:
+    """Per run: (seconds from navigation to every chart of Live's first paint drawn, median of three;
+    seconds from opening the first closed section to the charts of all of them drawn), headless Chromium."""
+    from grpo_lab.dashboard.views import metrics
+
+    sections = [p.section for p in metrics.panels(["step", "time", "wall_s", *SCALARS])]  # the bench runs' columns
+    first = sections.count("overview")
+    # the closed sections' charts, in page order; last the ratio histogram's heatmap and one step's bars
+    closed = [n for n in map(sections.count, metrics.SECTIONS[1:]) if n] + [2]
+    with serve(runs_dir) as url:
+        p, page = chromium()
+        try:
             out = {}
             for name in names:
-                page.goto(f"http://127.0.0.1:{port}/live?run={name}")  # warm the server: imports, first caches
+                page.goto(f"{url}/live?run={name}")  # warm the server: imports, first caches
                 page.wait_for_function(drawn(first), timeout=120_000)
                 times = []
                 for _ in range(3):
                     start = time.perf_counter()
-                    page.goto(f"http://127.0.0.1:{port}/live?run={name}")
+                    page.goto(f"{url}/live?run={name}")
                     page.wait_for_function(drawn(first), timeout=120_000)
                     times.append(time.perf_counter() - start)
                 expanders = page.locator("[data-testid=stExpander] summary")
@@ -246,11 +271,140 @@ def browser_load(runs_dir: Path, names: list[str]) -> dict[str, tuple[float, flo
                     shown += n
                     page.wait_for_function(drawn(shown), timeout=120_000)
                 out[name] = (statistics.median(times), time.perf_counter() - start)
-            browser.close()
             return out
+        finally:
+            p.stop()
+
+
+# --- Compare for a sweep: 3 variants x 5 seeds of 200 steps (issue 24: drawn in <= 2 s) ----------
+
+SWEEP, SWEEP_LEVELS, SWEEP_SEEDS, SWEEP_STEPS = "bench", {"beta=0": 0.2, "beta=0.04": 0.8, "beta=0.1": 0.5}, 5, 200
+# the whole variants view: both default charts drawn, the per-metric table's grid drawn, and the
+# verdict (the page's last element, so the script's output has all arrived)
+COMPARE_DRAWN = ("(() => { const cs = [...document.querySelectorAll('[data-testid=stVegaLiteChart]')]; "
+                 "const grid = document.querySelector('[data-testid=stDataFrame] canvas'); "
+                 "const md = [...document.querySelectorAll('[data-testid=stMarkdown]')]; "
+                 "return cs.length >= 2 && cs.every(c => c.querySelector('canvas, svg')) && !!grid && "
+                 "md.some(m => / seeds/.test(m.innerText)); })()")
+
+
+def make_sweep(runs_dir: Path) -> None:
+    """The 15 finished runs, written as the tests write them (tests/variants_helpers.py: the trainer's
+    config record, rundir.writer's Parquet), named as grpo-lab-sweep names them."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from variants_helpers import write_sweep
+
+    write_sweep(runs_dir, SWEEP, SWEEP_LEVELS, SWEEP_SEEDS, steps=SWEEP_STEPS)
+
+
+def compare_load(page, url: str) -> float:
+    """Seconds from navigation to /compare?sweep=bench drawn (COMPARE_DRAWN)."""
+    start = time.perf_counter()
+    page.goto(f"{url}/compare?sweep={SWEEP}")
+    page.wait_for_function(COMPARE_DRAWN, timeout=120_000)
+    return time.perf_counter() - start
+
+
+# The floor under the figures: a page with the same elements (two layered Vega-Lite charts of 600
+# points, a 15-row table, a line of text ending in "seeds") and no data work. On a shared machine
+# it moves with the load as much as the Compare page does, so the two are printed side by side.
+REFERENCE_PAGE = """
+import numpy as np, pandas as pd, streamlit as st
+st.set_page_config(layout="wide")
+st.title("reference")
+df = pd.DataFrame({"variant": np.repeat(["a", "b", "c"], 200), "x": np.tile(np.arange(200), 3), "mean": np.random.rand(600)})
+df["low"], df["high"] = df["mean"] - 0.1, df["mean"] + 0.1
+for i in range(2):
+    st.vega_lite_chart(df, {"height": 220, "encoding": {"x": {"field": "x", "type": "quantitative"},
+                                                        "color": {"field": "variant", "type": "nominal"}},
+                            "layer": [{"mark": {"type": "area", "opacity": 0.2},
+                                       "encoding": {"y": {"field": "low", "type": "quantitative"}, "y2": {"field": "high"}}},
+                                      {"mark": "line", "encoding": {"y": {"field": "mean", "type": "quantitative"}}}]},
+                       key=f"c{i}")
+st.dataframe(pd.DataFrame({"variant": ["a", "b", "c"] * 5, "mean [95% CI]": ["0.5 [0.4, 0.6]"] * 15}), hide_index=True)
+st.markdown("b is higher than a by 0.1 [0.05, 0.15] (5 and 5 seeds).")
+"""
+
+
+def browser_reference(runs_dir: Path, reloads: int = 3) -> float:
+    """Seconds to draw REFERENCE_PAGE in Chromium (a reload, median of `reloads`)."""
+    script = runs_dir.parent / f"{runs_dir.name}-reference.py"
+    script.write_text(REFERENCE_PAGE)
+    try:
+        with serve(runs_dir, script) as url:
+            p, page = chromium()
+            try:
+                def load() -> float:
+                    start = time.perf_counter()
+                    page.goto(url)
+                    page.wait_for_function(COMPARE_DRAWN, timeout=120_000)
+                    return time.perf_counter() - start
+
+                load()
+                return statistics.median(load() for _ in range(reloads))
+            finally:
+                p.stop()
     finally:
-        server.terminate()
-        server.wait(10)
+        script.unlink()
+
+
+def browser_compare(runs_dir: Path, reloads: int = 3) -> dict[str, float]:
+    """The Compare page for the sweep in headless Chromium, seconds: `fresh server`: the first page a
+    new server serves (its imports included); `cold`: a server warmed on the home page, the sweep's
+    tables not read yet; `warm`: a reload, median of `reloads`."""
+    out = {}
+    with serve(runs_dir) as url:
+        p, page = chromium()
+        try:
+            out["fresh server"] = compare_load(page, url)
+        finally:
+            p.stop()
+    with serve(runs_dir) as url:
+        p, page = chromium()
+        try:
+            page.goto(url)  # the home page: the app's imports, not the sweep's tables
+            page.wait_for_selector("[data-testid=stMainBlockContainer] h1", timeout=120_000)
+            out["cold"] = compare_load(page, url)
+            out["warm"] = statistics.median(compare_load(page, url) for _ in range(reloads))
+        finally:
+            p.stop()
+    return out
+
+
+def compare_server(runs_dir: Path, repeats: int) -> dict[str, list[float]]:
+    """The Compare page for the sweep under AppTest: the whole script run, caches emptied (`first`),
+    then a rerun with nothing new (`rerun`)."""
+    out: dict[str, list[float]] = {"compare_first": [], "compare_rerun": []}
+    for _ in range(repeats):
+        at = app(runs_dir)
+        at.query_params["sweep"] = SWEEP
+        at.switch_page("app_pages/compare.py")
+        clear_caches()
+        out["compare_first"].append(timed(at.run, "compare_first"))
+        check(at, "Compare")
+        out["compare_rerun"].append(timed(at.run, "compare_rerun"))
+    return out
+
+
+def compare_case(runs_dir: Path, repeats: int) -> None:
+    """--compare: the sweep's Compare page, server-side and in Chromium, printed."""
+    if not (runs_dir / f"{SWEEP}-beta_0-s0").exists():
+        print(f"writing {len(SWEEP_LEVELS)} variants x {SWEEP_SEEDS} seeds of {SWEEP_STEPS} steps to {runs_dir} ...")
+        print(f"  {timed(lambda: make_sweep(runs_dir)):.1f} s")
+    at = app(runs_dir)  # imports, once a process, as a dashboard does
+    at.switch_page("app_pages/compare.py")
+    at.run()
+    results = compare_server(runs_dir, repeats)
+    print(f"\n{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} (other processes slow the wall times)")
+    print(f"{'measure':<26}{'wall median':>12}{'wall max':>10}{'cpu median':>12}")
+    for key, values in results.items():
+        print(f"{key:<26}{statistics.median(values):>12.3f}{max(values):>10.3f}{statistics.median(CPU[key]):>12.3f}")
+    for key, seconds in browser_compare(runs_dir).items():
+        print(f"{'browser: Compare, ' + key:<32}{seconds:>6.3f}   (navigation to both charts, the table and the "
+              f"verdict drawn) <= 2 s  {'ok' if seconds <= 2 else 'MISSED'}")
+    print(f"{'browser: reference page, warm':<32}{browser_reference(runs_dir):>6.3f}   (the same elements, no data "
+          "work: this machine's floor now)")
+    print(f"load average {os.getloadavg()[0]:.1f}")
 
 
 def main() -> None:
@@ -258,10 +412,15 @@ def main() -> None:
     parser.add_argument("--keep", help="folder for the runs (reused when the run is already there)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--browser", action="store_true", help="also time Live in headless Chromium")
+    parser.add_argument("--compare", action="store_true",
+                        help="only the Compare page of a sweep of 3 variants x 5 seeds (server-side and in Chromium)")
     args = parser.parse_args()
     runs_dir = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bench-dashboard-"))
     name = "big"
     try:
+        if args.compare:
+            compare_case(runs_dir, args.repeats)
+            return
         if not (runs_dir / name / "config.json").is_file():
             print(f"writing {STEPS:,} steps, {STEPS * GROUP * PROMPTS:,} sample rows to {runs_dir / name} ...", flush=True)
             print(f"  {timed(lambda: make_run(runs_dir / name)):.1f} s")

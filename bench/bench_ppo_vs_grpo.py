@@ -1,120 +1,108 @@
-"""PPO against GRPO on the same task and seed: the chapter's claim, measured.
+"""PPO against GRPO on the built-in task, over seeds: the chapter's claim, measured as a sweep.
 
 GRPO drops the value model but samples G responses per prompt; PPO trains a value model alongside
-the policy and needs only one. Each row is one real `python -m grpo_lab.trainer` run in its own process
-(so peak memory is that run's own), on the built-in task, with the same seed and prompts per step:
+the policy and needs only one. Three variants, each a real `python -m grpo_lab.trainer` run per seed,
+launched as one sweep (grpo_lab.sweep: the dashboard's launch queue, GRPO_LAB_MAX_RUNS at once):
 
     grpo        P prompts x G responses (the default demo)
     ppo         P prompts x G responses: the same samples per step as GRPO
     ppo-1       P prompts x 1 response:  the same prompts per step, PPO's usual form
 
-    .venv/bin/python bench/bench_ppo_vs_grpo.py                      # 200 steps, 32 prompts, G = 8
-    .venv/bin/python bench/bench_ppo_vs_grpo.py --steps 50 --json out.json
-    .venv/bin/python bench/bench_ppo_vs_grpo.py --runs-dir runs    # keep the runs: the dashboard's
-                                                                    # PPO vs GRPO page then shows them
+    .venv/bin/python bench/bench_ppo_vs_grpo.py                          # 5 seeds x 200 steps, 32 prompts, G = 8
+    .venv/bin/python bench/bench_ppo_vs_grpo.py --seeds 3 --max-steps 50
+    .venv/bin/python bench/bench_ppo_vs_grpo.py --runs-dir /tmp/pvg --reuse   # report an existing sweep again
 
-Figures, per run: reward after N steps (mean `reward/mean` of the last 10 steps: the sampled
-policy's accuracy, not a greedy evaluation), of the first 10, and the best 10-step mean on the way;
-seconds per step (median `time/step_s`); samples per step; trained parameters and peak memory (from
-status.json; on CPU the process's peak resident memory, mostly Python, torch and transformers
-themselves); and the training state the trained parameters need (float32 weights, gradients and
-AdamW's two moments: 16 bytes each), which is what the value model adds.
+The runs stay in --runs-dir (default /tmp/bench-ppo-vs-grpo): the dashboard's Compare page opens
+them with ?sweep=ppo-vs-grpo. Per variant: n seeds, mean and 95% t-interval over seeds of the final
+reward (`reward/mean` of the last step: the sampled policy's accuracy, not a greedy evaluation), the
+best step, the reward AUC (mean over steps), the final KL, the IQM of the final reward; the median
+seconds per step; then each PPO variant against GRPO with Welch's interval and a plain verdict. All
+statistics are grpo_lab/rundir/variants.py's (bench/sweep_stats.py). Cost per run, from status.json:
+trained parameters, peak memory, and the training state those parameters need (float32 weights,
+gradients and AdamW's two moments: 16 bytes each), which is what the value model adds. Runs train with --stop-on none: the run doctor would stop most
+PPO runs when their logged k3 KL (not in PPO's loss) explodes, and they would be compared at an
+earlier step than the others.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
-
-import pandas as pd
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from grpo_lab.rundir.layout import RunPaths, read_json, visible_parts  # noqa: E402
+sys.path.insert(0, str(ROOT / "bench"))
+import sweep_stats  # noqa: E402
+from grpo_lab.rundir.layout import RunPaths, read_json  # noqa: E402
 
-LAST = 10  # steps averaged for "reward after N steps"
+SWEEP = "ppo-vs-grpo"
 
 
-def run(runs: Path, key: str, algo: str, group_size: int, args: argparse.Namespace) -> dict:
-    name = f"bench-{key}-{time.strftime('%Y%m%d-%H%M%S')}"
-    cmd = [sys.executable, "-m", "grpo_lab.trainer", "--runs-dir", str(runs), "--name", name, "--algo", algo,
-           "--seed", str(args.seed), "--max-steps", str(args.steps), "--prompts-per-step", str(args.prompts_per_step),
-           "--group-size", str(group_size), "--logging", "scalars", "--checkpoint-every", str(args.steps + 1),
-           *args.extra]
-    start = time.time()
-    env = {**os.environ, **({"OMP_NUM_THREADS": str(args.threads)} if args.threads else {})}
-    subprocess.run(cmd, cwd=ROOT, env=env, check=True, stderr=subprocess.DEVNULL)
-    paths = RunPaths(runs / name)
-    scalars = pd.concat([pd.read_parquet(p) for p in visible_parts(paths.table("scalars"))]).sort_values("step")
-    status = read_json(paths.status)
-    return {
-        "run": key,
-        "run_dir": str(runs / name) if args.runs_dir else None,
-        "algo": algo,
-        "prompts_per_step": args.prompts_per_step,
-        "samples_per_step": args.prompts_per_step * group_size,
-        f"reward_last{LAST}": float(scalars["reward/mean"].tail(LAST).mean()),
-        "reward_first": float(scalars["reward/mean"].head(LAST).mean()),
-        "reward_best": float(scalars["reward/mean"].rolling(LAST).mean().max()),
-        "seconds_per_step": float(scalars["time/step_s"].median()),
-        "trained_params": int(status["trained_params"]),
-        "peak_memory_mb": float(status["peak_memory_mb"]),
-        # float32 weights + gradients + AdamW's two moments: 16 bytes per trained parameter
-        "train_state_mb": int(status["trained_params"]) * 16 / 2**20,
-        "process_s": time.time() - start,
-    }
+def plans(group_size: int) -> dict[str, dict]:
+    return {"grpo": {"algo": "grpo", "group_size": group_size}, "ppo": {"algo": "ppo", "group_size": group_size},
+            "ppo-1": {"algo": "ppo", "group_size": 1}}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=200, help="training steps per run (N)")
+    parser.add_argument("--seeds", type=int, default=5, help="seeds 0..N-1 per variant (default 5)")
+    parser.add_argument("--max-steps", type=int, default=200, help="training steps per run (default 200)")
     parser.add_argument("--prompts-per-step", type=int, default=32)
     parser.add_argument("--group-size", type=int, default=8, help="G for grpo and ppo; ppo-1 uses 1")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--only", nargs="*", default=["grpo", "ppo", "ppo-1"], help="rows to run")
-    parser.add_argument("--threads", type=int, help="OMP_NUM_THREADS for every run (default: torch's own)")
-    parser.add_argument("--json", help="also write the rows to this JSON file")
-    parser.add_argument("--runs-dir", help="keep the run directories here (default: a temporary folder)")
+    parser.add_argument("--only", default="grpo,ppo,ppo-1", help="variants, comma-separated; the first is the "
+                        "baseline of the differences")
+    parser.add_argument("--runs-dir", type=Path, default=Path("/tmp/bench-ppo-vs-grpo"))
+    parser.add_argument("--reuse", action="store_true", help="report from the sweep in --runs-dir, train nothing")
+    parser.add_argument("--retrain-unfinished", action="store_true", help="keep the sweep's finished runs in "
+                        "--runs-dir, train the others again from the start")
+    parser.add_argument("--max-runs", type=int, default=2, help="runs training at once (GRPO_LAB_MAX_RUNS)")
+    parser.add_argument("--threads", type=int, default=1, help="OMP_NUM_THREADS of every run (default 1: "
+                        "several runs share the cores)")
+    parser.add_argument("--json", type=Path, help="also write the per-run figures to this file")
     parser.add_argument("extra", nargs="*", help="further trainer flags after --, e.g. -- --lr 1e-3")
     args = parser.parse_args()
-    plans = {"grpo": ("grpo", args.group_size), "ppo": ("ppo", args.group_size), "ppo-1": ("ppo", 1)}
+    all_plans = plans(args.group_size)
+    names = [v.strip() for v in args.only.split(",") if v.strip()]
+    if bad := [v for v in names if v not in all_plans]:
+        parser.error(f"--only: unknown variant {bad[0]!r}; one of {', '.join(all_plans)}")
 
-    with tempfile.TemporaryDirectory() as tmp:
-        runs = Path(args.runs_dir or tmp)
-        rows = [run(runs, key, *plans[key], args) for key in args.only]
+    # stop_on none: the run doctor's kl_explosion watches kl/mean (k3), which PPO's loss does not hold
+    # down (grpo_lab/trainer/ppo.py); a run it stopped would be compared at an earlier step
+    base = {"max_steps": args.max_steps, "prompts_per_step": args.prompts_per_step, "logging": "scalars",
+            "checkpoint_every": args.max_steps + 1, "stop_on": "none", **trainer_flags(args.extra)}
+    runs = sweep_stats.plan_variants(SWEEP, base, {v: all_plans[v] for v in names}, list(range(args.seeds)))
+    if not args.reuse:
+        sweep_stats.launch_and_wait(runs, args.runs_dir, args.max_runs, args.threads, args.retrain_unfinished)
 
-    print(f"\n{args.steps} steps, seed {args.seed}, built-in task; "
-          f"reward = mean reward/mean of the last {LAST} steps\n")
-    print(markdown(pd.DataFrame(rows).drop(columns="run_dir").rename(columns=HEADERS)))
+    # seconds per step: the median, robust to the first step's warm-up and to other jobs' bursts
+    text, table = sweep_stats.report(args.runs_dir, runs, [("s/step", lambda df: df["time/step_s"].median())],
+                                     digits={"s/step": 3})
+    status = {r.name: read_json(RunPaths(args.runs_dir / r.name).status) or {} for r in runs}
+    print(f"\n{args.max_steps} steps, seeds 0-{args.seeds - 1}, built-in task, {args.prompts_per_step} prompts a step; "
+          f"final reward = reward/mean of the last step; 95% t-intervals over seeds (grpo_lab/rundir/variants.py); "
+          f"runs in {args.runs_dir} (Compare: ?sweep={SWEEP})\n")
+    print(text)
+    print("\n| variant | samples/step | trained params | train state MB | peak MB (mean over seeds) |\n|---|---|---|---|---|")
+    for v in names:
+        rs = [r for r in runs if r.variant == v]
+        params = int(status[rs[0].name].get("trained_params", 0))
+        peak = sum(float(status[r.name].get("peak_memory_mb", 0)) for r in rs) / len(rs)
+        print(f"| {v} | {args.prompts_per_step * all_plans[v]['group_size']} | {params:,} | "
+              f"{params * 16 / 2**20:.1f} | {peak:.0f} |")
     if args.json:
-        Path(args.json).write_text(json.dumps({"steps": args.steps, "seed": args.seed, "rows": rows}, indent=2))
+        args.json.write_text(json.dumps({"max_steps": args.max_steps, "seeds": args.seeds,
+                                         "runs": table.to_dict("records")}, indent=1))
 
 
-HEADERS = {"prompts_per_step": "prompts/step", "samples_per_step": "samples/step",
-           f"reward_last{LAST}": f"reward (last {LAST})", "reward_first": f"reward (first {LAST})",
-           "reward_best": f"best {LAST}-step mean",
-           "seconds_per_step": "s/step", "trained_params": "trained params", "peak_memory_mb": "peak MB",
-           "train_state_mb": "train state MB",
-           "process_s": "process s"}
-
-
-def markdown(table: pd.DataFrame) -> str:
-    """A GitHub table: rewards and s/step with 3 decimals, other floats with 1."""
-    def cell(column: str, value) -> str:
-        if isinstance(value, float):
-            return f"{value:.3f}" if "reward" in column or "mean" in column or column == "s/step" else f"{value:.1f}"
-        return f"{value:,}" if isinstance(value, int) else str(value)
-
-    lines = ["| " + " | ".join(table.columns) + " |", "|" + "---|" * len(table.columns)]
-    for record in table.to_dict("records"):
-        lines.append("| " + " | ".join(cell(c, record[c]) for c in table.columns) + " |")
-    return "\n".join(lines)
+def trainer_flags(extra: list[str]) -> dict:
+    """Trainer flags after -- as option values (the trainer's own parser, as grpo-lab-sweep reads them)."""
+    from grpo_lab import sweep
+    try:
+        return sweep.base_values(extra) if extra else {}
+    except sweep.SweepError as exc:
+        sys.exit(f"error: {exc}")
 
 
 if __name__ == "__main__":

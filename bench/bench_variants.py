@@ -1,39 +1,40 @@
-"""Benchmark: GRPO variants on the SmolLM2 word-problem recipe, at one compute budget.
+"""Benchmark: GRPO variants over seeds, as one sweep, on the built-in demo (or the SmolLM2 recipe).
 
-Each variant trains grpo_lab/configs/smollm2-word-problems.yaml with the same seed until it has sampled the
-same number of completions (default 640: the recipe's 40 steps x 4 prompts x G = 4). The budget
-counts sampled completions, not steps, because dynamic sampling pays for the groups it drops: it
-makes fewer updates from the same sampling. Then every held-out prompt (20 % of the task, 37
-prompts) is answered greedily, before and after training. One row per run:
+Each variant is a set of trainer options on a shared base; every (variant, seed) is a real
+`python -m grpo_lab.trainer` run launched through grpo_lab.sweep (the dashboard's launch queue,
+GRPO_LAB_MAX_RUNS at once), so the dashboard's Compare page opens the same comparison with
+?sweep=variants (or ?sweep=variants-smollm2). All variants run the same number of steps; dynamic
+sampling pays for the groups it drops with extra sampling rounds, so the table gives the completions
+each variant sampled.
 
-    variant, seed, held-out accuracy start -> end, groups/frac_zero_std (mean, first 5 steps ->
-    last 5), sampled reward and truncated share (first 5 -> last 5 steps), updates, completions
-    sampled / trained on, sampling rounds, wall seconds
+Per variant: n seeds, mean and 95% t-interval over seeds of the final reward (`reward/mean` of the
+last step), the best step, the reward AUC (mean over steps), the final KL, the completions sampled,
+groups/frac_zero_std (mean over steps), and on SmolLM2 the last held-out accuracy (greedy,
+eval_every 5); the IQM of the final reward; then every variant against the first with Welch's
+interval and a plain verdict. All statistics are grpo_lab/rundir/variants.py's (bench/sweep_stats.py).
 
-Each run is its own process (one model in memory at a time), calling the trainer's own set-up,
-`grpo_step` and evaluation. Needs the offline model (make smollm2).
-
-    .venv/bin/python bench/bench_variants.py                                  # chapter, dynamic, mask_truncated; seed 1
-    .venv/bin/python bench/bench_variants.py --seeds 0 1 --budget 320 --variants chapter,dynamic
+    .venv/bin/python bench/bench_variants.py                                   # demo: chapter, dynamic, dr_grpo; 5 seeds x 200 steps
+    .venv/bin/python bench/bench_variants.py --max-steps 100 --variants chapter,gspo
+    .venv/bin/python bench/bench_variants.py --model smollm2 --seeds 3        # the recipe's 40 steps (make smollm2)
+    .venv/bin/python bench/bench_variants.py --runs-dir /tmp/bv --reuse        # report an existing sweep again
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
+import math
 import sys
-import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+import sweep_stats  # noqa: E402
 
 RECIPE = ROOT / "grpo_lab" / "configs" / "smollm2-word-problems.yaml"
-# Each variant: trainer options on top of the recipe. With the recipe's one pass per batch every
-# ratio is 1, so GSPO's sequence ratio and clip-higher change nothing here (not offered).
+# Each variant: trainer options on top of the base. With the SmolLM2 recipe's one pass per batch every
+# ratio is 1, so GSPO's sequence ratio changes nothing there; the demo runs 4 passes, where it does.
 VARIANTS = {
     "chapter": {},
     "dynamic": {"dynamic_sampling": True, "dynamic_sampling_rounds": 4},
@@ -41,108 +42,67 @@ VARIANTS = {
     "mask_truncated_dynamic": {"mask_truncated": True, "dynamic_sampling": True, "dynamic_sampling_rounds": 4},
     "dr_grpo": {"std_mode": "none", "loss_aggregation": "constant"},
     "batch_std": {"std_mode": "batch"},
+    "gspo": {"importance_level": "sequence", "epsilon": 3e-4, "epsilon_high": 4e-4},
 }
-NOT_A_STEP_BOUND = 100_000  # the budget stops the loop, not max_steps
 
 
-def one_run(variant: str, seed: int, budget: int, runs: str) -> dict:
-    """Train one variant to the budget in this process; returns its figures."""
-    from grpo_lab.trainer.config import from_dict, read_config_file
-    from grpo_lab.trainer.distributed import Dist
-    from grpo_lab.trainer.evaluate import evaluate
-    from grpo_lab.trainer.grpo import grpo_step
-    from grpo_lab.trainer.run import prepare
-
-    values = {**read_config_file(str(RECIPE)), **VARIANTS[variant]}
-    cfg = from_dict({**values, "seed": seed, "runs_dir": runs, "name": f"{variant}-s{seed}", "logging": "scalars",
-                     "eval_every": 0, "eval_prompts": 0, "max_steps": NOT_A_STEP_BOUND})
-    comps, _, status, step = prepare(cfg, Dist())  # one process
-    start_eval = evaluate(comps)
-    G = cfg.group_size
-    sampled = trained = 0
-    steps = []
-    start = time.time()
-    while sampled < budget:
-        m = grpo_step(comps, step)
-        sampled += int(m["groups/kept"] + m["groups/dropped"]) * G
-        trained += int(m["groups/kept"]) * G
-        steps.append({k: m.get(k) for k in ("groups/frac_zero_std", "groups/sampling_rounds", "groups/kept",
-                                            "reward/mean", "time/step_s", "completion/length_mean",
-                                            "completion/truncated_frac")})
-        print(f"{variant} s{seed} step {step}: {sampled}/{budget} sampled, frac_zero_std "
-              f"{m['groups/frac_zero_std']:.2f}, rounds {m['groups/sampling_rounds']:.0f}, "
-              f"reward {m['reward/mean']:.2f}, {m['time/step_s']:.1f} s", file=sys.stderr, flush=True)
-        step += 1
-    wall = time.time() - start
-    end_eval = evaluate(comps)
-    comps.writer.close()
-    status.update(state="finished", step=step - 1)
-    return {"variant": variant, "seed": seed, "budget": budget, "updates": sum(1 for s in steps if s["groups/kept"]),
-            "steps": len(steps), "sampled": sampled, "trained": trained, "wall_s": wall,
-            "acc_start": start_eval["eval/accuracy"], "acc_end": end_eval["eval/accuracy"],
-            "eval_prompts": int(end_eval["eval/prompts"]), "per_step": steps}
-
-
-def mean(values: list[float]) -> float:
-    values = [v for v in values if v is not None]
-    return sum(values) / len(values) if values else float("nan")
-
-
-def row(r: dict) -> str:
-    zero = [s["groups/frac_zero_std"] for s in r["per_step"]]
-    rounds = [s["groups/sampling_rounds"] for s in r["per_step"]]
-    reward = [s["reward/mean"] for s in r["per_step"]]
-    cut = [s["completion/truncated_frac"] for s in r["per_step"]]
-    return (f"| {r['variant']} | {r['seed']} | {r['acc_start']:.3f} → {r['acc_end']:.3f} | "
-            f"{mean(zero):.2f} ({mean(zero[:5]):.2f} → {mean(zero[-5:]):.2f}) | "
-            f"{mean(reward[:5]):.2f} → {mean(reward[-5:]):.2f} | {mean(cut[:5]):.2f} → {mean(cut[-5:]):.2f} | "
-            f"{r['updates']} | "
-            f"{r['sampled']} / {r['trained']} | {mean(rounds):.2f} (max {max(rounds):.0f}) | {r['wall_s']:.0f} |")
+def last_value(column: str):
+    """The run's last non-empty value of `column` (nan when the run never logged it)."""
+    def fn(df) -> float:
+        values = df[column].dropna() if column in df else []
+        return float(values.iloc[-1]) if len(values) else math.nan
+    return fn
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[1])
-    parser.add_argument("--budget", type=int, default=640, help="sampled completions per run (default 640)")
-    parser.add_argument("--variants", default="chapter,dynamic,mask_truncated",
-                        help=f"comma-separated, of {', '.join(VARIANTS)}")
-    parser.add_argument("--json", type=Path, help="also write every run's figures, per step, to this file")
-    parser.add_argument("--threads", type=int, help="OMP_NUM_THREADS of every run (default: torch's own); on a "
-                        "machine shared with other jobs 1 can be twice as fast as 2")
-    parser.add_argument("--one", help=argparse.SUPPRESS)  # internal: run one variant, print its JSON
+    parser.add_argument("--model", choices=("demo", "smollm2"), default="demo",
+                        help="demo: the built-in model and task; smollm2: grpo_lab/configs/smollm2-word-problems.yaml")
+    parser.add_argument("--seeds", type=int, default=5, help="seeds 0..N-1 per variant (default 5)")
+    parser.add_argument("--max-steps", type=int, help="training steps per run (default: 200 on the demo, the "
+                        "recipe's 40 on SmolLM2)")
+    parser.add_argument("--variants", default="chapter,dynamic,dr_grpo",
+                        help=f"comma-separated, the first is the baseline; of {', '.join(VARIANTS)}")
+    parser.add_argument("--runs-dir", type=Path, help="where the runs go (default /tmp/bench-variants[-smollm2])")
+    parser.add_argument("--reuse", action="store_true", help="report from the sweep in --runs-dir, train nothing")
+    parser.add_argument("--retrain-unfinished", action="store_true", help="keep the sweep's finished runs in "
+                        "--runs-dir, train the others again from the start")
+    parser.add_argument("--max-runs", type=int, default=2, help="runs training at once (GRPO_LAB_MAX_RUNS)")
+    parser.add_argument("--threads", type=int, default=1, help="OMP_NUM_THREADS of every run (default 1: "
+                        "several runs share the cores)")
+    parser.add_argument("--json", type=Path, help="also write the per-run figures to this file")
     args = parser.parse_args()
-    if args.one:
-        with tempfile.TemporaryDirectory() as runs:
-            print("RESULT " + json.dumps(one_run(args.one, args.seeds[0], args.budget, runs)))
-        return
     names = [v.strip() for v in args.variants.split(",") if v.strip()]
-    unknown = [v for v in names if v not in VARIANTS]
-    if unknown:
-        parser.error(f"unknown variant {unknown[0]!r}; one of {', '.join(VARIANTS)}")
-    results = []
-    for seed in args.seeds:
-        for variant in names:
-            began = time.time()
-            done = subprocess.run([sys.executable, __file__, "--one", variant, "--seeds", str(seed),
-                                   "--budget", str(args.budget)], cwd=ROOT, stdout=subprocess.PIPE, text=True,
-                                  env={**os.environ, "PYTHONPATH": str(ROOT),  # its log goes to our stderr
-                                       **({"OMP_NUM_THREADS": str(args.threads)} if args.threads else {})})
-            line = next((ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")), None)
-            if done.returncode != 0 or line is None:
-                sys.exit(f"{variant} seed {seed} failed (its log is above)")
-            results.append(json.loads(line.removeprefix("RESULT ")))
-            print(f"{variant} seed {seed}: done in {time.time() - began:.0f} s (process, with model load and "
-                  f"two evaluations)\n{row(results[-1])}", flush=True)
-            if args.json:  # after every run: a long benchmark interrupted keeps what it measured
-                args.json.write_text(json.dumps(results, indent=1))
-    print(f"\nbudget {args.budget} sampled completions per run; held-out accuracy over "
-          f"{results[0]['eval_prompts']} prompts, greedy (one prompt = {1 / results[0]['eval_prompts']:.3f})\n")
-    print("| variant | seed | held-out accuracy start → end | groups/frac_zero_std mean (first 5 → last 5 steps) "
-          "| sampled reward first 5 → last 5 steps | truncated first 5 → last 5 | updates "
-          "| completions sampled / trained | sampling rounds per step | train wall s |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    for r in results:
-        print(row(r))
+    if bad := [v for v in names if v not in VARIANTS]:
+        parser.error(f"--variants: unknown variant {bad[0]!r}; one of {', '.join(VARIANTS)}")
+
+    from grpo_lab.trainer.config import from_dict, read_config_file
+    smol = args.model == "smollm2"
+    # stop_on none: every run trains its steps; a run the doctor stopped would be compared at an earlier step
+    base = {**(read_config_file(str(RECIPE)) if smol else {}), "logging": "scalars", "stop_on": "none"}
+    if args.max_steps:
+        base["max_steps"] = args.max_steps
+    steps = args.max_steps or base.get("max_steps") or 200
+    base["checkpoint_every"] = steps + 1  # no checkpoint: only the figures are wanted
+    G = from_dict({k: v for k, v in base.items()}).group_size
+    sweep = "variants-smollm2" if smol else "variants"
+    runs_dir = args.runs_dir or Path(f"/tmp/bench-{sweep}")
+    runs = sweep_stats.plan_variants(sweep, base, {v: VARIANTS[v] for v in names}, list(range(args.seeds)))
+    if not args.reuse:
+        sweep_stats.launch_and_wait(runs, runs_dir, args.max_runs, args.threads, args.retrain_unfinished)
+
+    extras = [("completions sampled", lambda df: float(((df["groups/kept"] + df["groups/dropped"]) * G).sum())),
+              ("frac_zero_std", lambda df: float(df["groups/frac_zero_std"].mean()))]
+    if smol:
+        extras.append(("held-out accuracy", last_value("eval/accuracy")))
+    text, table = sweep_stats.report(runs_dir, runs, extras, digits={"completions sampled": 0, "frac_zero_std": 2})
+    print(f"\n{'SmolLM2 word-problem recipe' if smol else 'built-in demo'}, {steps} steps, seeds 0-{args.seeds - 1}; "
+          f"final reward = reward/mean of the last step; 95% t-intervals over seeds (grpo_lab/rundir/variants.py); "
+          f"runs in {runs_dir} (Compare: ?sweep={sweep})\n")
+    print(text)
+    if args.json:
+        args.json.write_text(json.dumps({"model": args.model, "max_steps": steps, "seeds": args.seeds,
+                                         "runs": table.to_dict("records")}, indent=1))
 
 
 if __name__ == "__main__":

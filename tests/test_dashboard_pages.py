@@ -13,19 +13,20 @@ from app_helpers import APP, charts, html_bodies, live_open, texts
 
 from grpo_lab.rundir.layout import RunPaths, part_name, visible_parts, write_json_atomic
 from grpo_lab.rundir.writer import TableWriter
-from trainer_helpers import start_trainer, wait_trainers
-
-FLAGS = ["--prompts-per-step", "4", "--sft-steps", "20", "--group-size", "4"]
+from shared_runs import copy_run, grpo_run  # noqa: F401 (a fixture: pytest finds it by name)
+from trainer_helpers import SMALL, run_trainer
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    """alpha and beta from the trainer (in parallel), then damaged and PPO-shaped copies of alpha."""
+def runs(tmp_path_factory, grpo_run):
+    """alpha (the session's GRPO run: 6 steps, a checkpoint every 3) and beta from the trainer, then
+    damaged and PPO-shaped copies of alpha."""
     root = tmp_path_factory.mktemp("runs")
-    wait_trainers([start_trainer(root, "alpha", *FLAGS, "--max-steps", "8"),
-                   start_trainer(root, "beta", *FLAGS, "--max-steps", "6", "--beta", "0", "--seed", "1",
-                                 "--epsilon", "0.3")])
-    alpha = root / "alpha"
+    alpha = copy_run(grpo_run, root, "alpha")
+    # beta differs from alpha in exactly beta, epsilon, max_steps and seed (the Compare test's diff)
+    done = run_trainer(root, "beta", *SMALL, "--max-steps", "4", "--checkpoint-every", "3", "--beta", "0",
+                       "--seed", "1", "--epsilon", "0.3")
+    assert done.returncode == 0, done.stderr[-2000:]
 
     (root / "empty").mkdir()
     half = root / "half"
@@ -82,7 +83,7 @@ def test_runs_lists_every_run_with_state_and_progress(app):
     assert set(df["name"]) == {"alpha", "beta", "empty", "half", "corrupt", "notables", "ppo", "weird", "sick"}
     assert df[df["name"] == "sick"].iloc[0]["doctor"] == "🛑 1 ⚠️ 1" and df[df["name"] == "alpha"].iloc[0]["doctor"] == ""
     alpha = df[df["name"] == "alpha"].iloc[0]
-    assert "finished" in alpha["state"] and alpha["progress"] == 1.0 and alpha["step"] == "8 / 8"
+    assert "finished" in alpha["state"] and alpha["progress"] == 1.0 and alpha["step"] == "6 / 6"
     assert "failed" in df[df["name"] == "half"].iloc[0]["state"]  # 'starting' but its process is gone
     assert not at.error or all("Error" in e.value for e in at.error)
 
@@ -91,7 +92,7 @@ def test_runs_filters_by_name_and_shows_log_and_error(app):
     at = app("runs")
     at.text_input(key="runs_filter").set_value("alp").run()
     assert at.dataframe[0].value["name"].tolist() == ["alpha"]
-    assert "finished at step 8" in texts(at.code)
+    assert "finished at step 6" in texts(at.code)
     at.text_input(key="runs_filter").set_value("half").run()
     assert "ended without reporting" in texts(at.error)
 
@@ -171,7 +172,7 @@ def test_live_draws_every_panel_and_the_ratio_histogram(app):
     names = chart_titles(at)
     for expected in ("Reward", "Advantage spread", "KL to reference", "Clip fraction", "Ratio pi_theta / pi_old",
                      "Entropy", "Losses", "Gradient norm", "Completion length", "Throughput", "Where the step goes",
-                     "Ratio histogram over steps", "Ratio histogram at step 8"):
+                     "Ratio histogram over steps", "Ratio histogram at step 6"):
         assert expected in names
     assert not at.warning and not at.error
     phases = next(json.loads(c.proto.spec) for c in charts(at) if "Where the step goes" in str(json.loads(c.proto.spec)["title"]))
@@ -195,7 +196,7 @@ def test_live_first_paint_is_the_overview_and_a_section_is_drawn_once_opened(app
     assert "Where the step goes" in str([c.proto.spec for c in at.expander[2].get("vega_lite_chart")])
     at.session_state["live_open_histogram"] = True
     at.run()
-    assert {"Ratio histogram over steps", "Ratio histogram at step 8"} <= set(chart_titles(at))
+    assert {"Ratio histogram over steps", "Ratio histogram at step 6"} <= set(chart_titles(at))
     at.number_input(key="live_hist_step").set_value(3).run()
     assert "Ratio histogram at step 3" in chart_titles(at)
     at.session_state["live_open_speed"] = False

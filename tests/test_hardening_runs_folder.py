@@ -16,6 +16,7 @@ from app_helpers import open_page
 from grpo_lab.dashboard.launching import identity, launcher
 from grpo_lab.rundir import query, reader
 from grpo_lab.rundir.layout import part_name, write_json_atomic
+from shared_runs import copy_run, grpo_run  # noqa: F401 (a fixture: pytest finds it by name)
 from trainer_helpers import wait_until
 
 SECRET = "root:$6$not-for-your-eyes"
@@ -95,8 +96,8 @@ def test_a_part_symlinked_out_of_the_run_is_skipped(run, tmp_path):
     assert int(frame["s"][0]) == 1 and len(problems) == 1 and "leads outside r/" in problems[0]
 
 
-def test_the_groups_and_runs_pages_still_draw_over_a_fifo_part_and_a_symlinked_log(tiny_run, tmp_path, monkeypatch):
-    run = tiny_run("r", max_steps=2)
+def test_the_groups_and_runs_pages_still_draw_over_a_fifo_part_and_a_symlinked_log(grpo_run, tmp_path, monkeypatch):
+    run = copy_run(grpo_run, tmp_path / "runs", "r")  # a copy: this test plants a FIFO and a symlink in it
     os.mkfifo(run / "tables" / "samples" / part_name(90, 90))
     (run / "train.log").unlink()
     (run / "train.log").symlink_to(tmp_path / "shadow")

@@ -17,7 +17,7 @@ from grpo_lab.dashboard import i18n
 from grpo_lab.dashboard.launching import launch_form, launcher
 from grpo_lab.rundir.layout import RunPaths, write_json_atomic
 from grpo_lab.rundir.writer import TableWriter
-from trainer_helpers import start_trainer, wait_trainers
+from shared_runs import copy_run, grpo_run, ppo_run  # noqa: F401 (fixtures: pytest finds them by name)
 
 ROOT = Path(__file__).resolve().parent.parent
 FILES = sorted(i18n.LOCALES.glob("*.yaml"))
@@ -114,11 +114,11 @@ def test_a_key_a_newer_english_file_has_shows_in_english(monkeypatch):
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    """A GRPO and a PPO run from the trainer, and a copy of the GRPO run the run doctor stopped."""
+def runs(tmp_path_factory, grpo_run, ppo_run):
+    """The session's GRPO (6 steps) and PPO (4 steps) runs, and a copy of the GRPO run the run doctor stopped."""
     root = tmp_path_factory.mktemp("runs")
-    flags = ["--prompts-per-step", "4", "--sft-steps", "20", "--group-size", "4", "--max-steps", "4"]
-    wait_trainers([start_trainer(root, "alpha", *flags), start_trainer(root, "ppo", *flags, "--algo", "ppo")])
+    copy_run(grpo_run, root, "alpha")
+    copy_run(ppo_run, root, "ppo")
     sick = root / "sick"
     shutil.copytree(root / "alpha", sick, ignore=shutil.ignore_patterns("checkpoints"))
     events = TableWriter(RunPaths(sick).table("events"), 100)
@@ -189,10 +189,11 @@ def test_no_runs_in_chinese(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("run", ["alpha", "ppo"])
-def test_live_in_chinese(zh, run):
+def test_live_in_chinese(zh, run, runs):
     at = zh("live", run, **live_open())
     titles = chart_titles(at)
-    assert {"奖励", "裁剪比例", "各步的比率直方图", "第 4 步的比率直方图"} <= set(titles)
+    last = json.loads((runs / run / "status.json").read_text())["step"]  # the histogram opens at the last step
+    assert {"奖励", "裁剪比例", "各步的比率直方图", f"第 {last} 步的比率直方图"} <= set(titles)
     assert ("价值模型（PPO）" in titles) == (run == "ppo") and at.expander[-1].label == "比率直方图"
     assert at.expander[0].label.startswith("策略更新：优势分布 · ")
     at.segmented_control(key="live_x").set_value("wall").run()

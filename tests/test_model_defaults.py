@@ -6,6 +6,7 @@ import json
 import pytest
 
 from grpo_lab.trainer.config import MODEL_DEFAULTS, SOURCES_KEY, build_parser, load_config
+from shared_runs import copy_run, one_pass_run  # noqa: F401 (a fixture: pytest finds it by name)
 from trainer_helpers import run_trainer
 
 
@@ -39,13 +40,13 @@ def test_help_shows_both_defaults():
     assert "(default:1.0;in[0.01,100])" in text and "(default:8;in[1,1024])" in text
 
 
-def test_config_json_records_sources_and_a_resume_keeps_them(tmp_path, tiny_run):
-    tiny_run("r", max_steps=1, beta=0)
+def test_config_json_records_sources_and_a_resume_keeps_them(tmp_path, one_pass_run):
+    copy_run(one_pass_run, tmp_path, "r")  # trained with --max-steps 2 --passes 1 --beta 0 (shared_runs.ONE_PASS_FLAGS)
     saved = json.loads((tmp_path / "r" / "config.json").read_text())
     assert saved["lr"] == 2e-3 and saved[SOURCES_KEY]["lr"] == "model default (built-in)"
     assert saved[SOURCES_KEY]["beta"] == "command line" and saved[SOURCES_KEY]["seed"] == "default"
-    assert run_trainer(tmp_path, "r", "--resume", "--max-steps", "2").returncode == 0
+    assert run_trainer(tmp_path, "r", "--resume", "--max-steps", "3").returncode == 0
     resumed = json.loads((tmp_path / "r" / "config.json").read_text())
-    assert resumed["max_steps"] == 2 and resumed[SOURCES_KEY]["max_steps"] == "command line"
+    assert resumed["max_steps"] == 3 and resumed[SOURCES_KEY]["max_steps"] == "command line"
     assert resumed[SOURCES_KEY]["lr"] == "model default (built-in)"  # kept from the first attempt
     assert resumed[SOURCES_KEY]["beta"] == "command line"

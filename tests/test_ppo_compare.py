@@ -5,17 +5,18 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from trainer_helpers import start_trainer, wait_trainers
+from shared_runs import copy_run, grpo_run, ppo_run  # noqa: F401 (fixtures: pytest finds them by name)
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "grpo_lab" / "dashboard" / "app.py")
-FLAGS = ["--prompts-per-step", "4", "--group-size", "4", "--sft-steps", "20", "--max-steps", "4", "--seed", "0"]
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
+def runs(tmp_path_factory, grpo_run, ppo_run):
+    """The session's GRPO and PPO runs: same task, model, warm start and seed (shared_runs)."""
     root = tmp_path_factory.mktemp("runs")
-    wait_trainers([start_trainer(root, algo, "--algo", algo, *FLAGS) for algo in ("grpo", "ppo")])
+    copy_run(grpo_run, root, "grpo", checkpoints=False)
+    copy_run(ppo_run, root, "ppo", checkpoints=False)
     return root
 
 

@@ -9,18 +9,14 @@ from grpo_lab.rundir.status import read_status
 from grpo_lab.trainer.config import ConfigError, from_dict
 from grpo_lab.objective.functions import gae, kl_k1
 from grpo_lab.trainer.run import train
-from trainer_helpers import SMALL, registered_metrics, read_table, run_trainer
+from shared_runs import PPO_BETA as BETA, PPO_GAMMA, PPO_LAM, ppo_run  # noqa: F401 (ppo_run: a fixture)
+from trainer_helpers import registered_metrics, read_table
 
-BETA = 0.1
 
-
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory):
-    runs = tmp_path_factory.mktemp("runs")
-    result = run_trainer(runs, "ppo", "--algo", "ppo", *SMALL, "--max-steps", "4", "--beta", str(BETA),
-                         "--gamma", "0.9", "--lam", "0.8", "--minibatches", "2", "--passes", "2")
-    assert result.returncode == 0, result.stderr
-    return runs / "ppo"
+@pytest.fixture
+def run_dir(ppo_run):
+    """The session's PPO run (shared_runs.PPO_FLAGS: 4 steps, beta 0.1, GAE 0.9 / 0.8, 2 minibatches, 2 passes)."""
+    return ppo_run
 
 
 def test_status_counts_the_value_model(run_dir):
@@ -69,7 +65,7 @@ def test_tokens_carry_gae_advantages_values_and_the_folded_kl(run_dir):
         assert t["token_reward"].tolist() == pytest.approx(expected.tolist(), abs=1e-5)
         # returns are GAE(gamma=0.9, lam=0.8) over those rewards and the logged values
         _, returns = gae(torch.tensor(t["token_reward"].to_numpy())[None], torch.tensor(t["value"].to_numpy())[None],
-                         torch.ones(1, n), 0.9, 0.8)
+                         torch.ones(1, n), PPO_GAMMA, PPO_LAM)
         assert t["return"].tolist() == pytest.approx(returns[0].tolist(), abs=1e-5)
         # the samples table's one number per response is the mean of its token advantages
         assert sample["advantage"].iloc[0] == pytest.approx(t["advantage"].mean(), abs=1e-5)

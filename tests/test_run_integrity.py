@@ -14,6 +14,7 @@ import pytest
 
 from grpo_lab.rundir.layout import RunPaths, visible_parts
 from grpo_lab.rundir.writer import RunWriter
+from shared_runs import copy_run, one_pass_run  # noqa: F401 (a fixture: pytest finds it by name)
 from trainer_helpers import ROOT, SMALL, read_table, run_trainer, start_trainer, trainer_cmd, wait_for_state
 
 
@@ -75,8 +76,8 @@ def test_a_kill_inside_compaction_leaves_no_stale_rows_after_resume(tmp_path):
     assert rows["step"].tolist() == [1, 2, 3, 4, 5, 6] and rows["x"].tolist() == [1, 2, 3, 4, 50, 60]
 
 
-def test_half_written_checkpoints_are_removed_on_resume(tmp_path, tiny_run):
-    partial = tiny_run("c", max_steps=2, beta=0) / "checkpoints" / ".tmp-killed"
+def test_half_written_checkpoints_are_removed_on_resume(tmp_path, one_pass_run):
+    partial = copy_run(one_pass_run, tmp_path, "c") / "checkpoints" / ".tmp-killed"  # a copy of a 2-step run
     partial.mkdir()
     (partial / "model.safetensors").write_bytes(b"half")
     assert run_trainer(tmp_path, "c", "--resume", "--max-steps", "3").returncode == 0

@@ -25,6 +25,7 @@ def test_same_seed_same_run_other_seed_other_run(tiny_run):
 
     keys = ["step", "group", "sample_idx"]
     ca, cb, cc = (read_table(d, "samples").sort_values(keys).reset_index(drop=True) for d in (a, b, c))
-    pd.testing.assert_frame_equal(ca[["prompt", "completion", "reward"]], cb[["prompt", "completion", "reward"]])
+    same = ["prompt", "completion", "reward", "advantage"]
+    pd.testing.assert_frame_equal(ca[same], cb[same], check_exact=True)
     # another seed draws other prompts or samples other completions
     assert not (ca["prompt"].equals(cc["prompt"]) and ca["completion"].equals(cc["completion"]))

@@ -7,7 +7,8 @@ from grpo_lab.trainer import tiny
 from grpo_lab.trainer.decode import Sampling
 from grpo_lab.trainer.rollout import sample, token_logprobs
 from grpo_lab.trainer.timing import PHASES
-from trainer_helpers import SMALL, read_table, run_trainer
+from shared_runs import grpo_run, one_pass_run  # noqa: F401 (fixtures: pytest finds them by name)
+from trainer_helpers import read_table
 
 
 def test_pi_old_from_the_update_forward_equals_a_separate_no_grad_forward_bit_for_bit():
@@ -21,15 +22,13 @@ def test_pi_old_from_the_update_forward_equals_a_separate_no_grad_forward_bit_fo
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    root = tmp_path_factory.mktemp("runs")
-    for name, passes in (("one", "1"), ("four", "4")):
-        assert run_trainer(root, name, *SMALL, "--max-steps", "3", "--passes", passes).returncode == 0
-    return root
+def runs(grpo_run, one_pass_run):
+    """The session's runs: "four" the default 4 passes (shared_runs.GRPO_FLAGS), "one" --passes 1."""
+    return {"four": grpo_run, "one": one_pass_run}
 
 
 def test_every_phase_is_timed_and_they_add_up_to_the_step(runs):
-    scalars = read_table(runs / "four", "scalars")
+    scalars = read_table(runs["four"], "scalars")
     phases = scalars[[f"time/{p}_s" for p in PHASES]]
     assert (phases >= 0).all().all() and (scalars["time/generation_s"] > 0).all()
     assert (scalars["time/old_logp_s"] > 0).all() and (scalars["time/update_s"] > 0).all()
@@ -40,8 +39,8 @@ def test_every_phase_is_timed_and_they_add_up_to_the_step(runs):
 
 
 def test_one_pass_skips_the_separate_pi_old_forward_and_still_sees_ratio_one(runs):
-    scalars = read_table(runs / "one", "scalars")
+    scalars = read_table(runs["one"], "scalars")
     assert (scalars["time/old_logp_s"] == 0).all()
     assert (scalars["ratio/min"] == 1.0).all() and (scalars["ratio/max"] == 1.0).all()
-    tokens = read_table(runs / "one", "tokens")
+    tokens = read_table(runs["one"], "tokens")
     assert (tokens["logp_old"] == tokens["logp_new"]).all() and tokens["logp_old"].notna().all()

@@ -100,7 +100,7 @@ def test_tool_scalars_from_turns():
 def test_bad_tool_options_name_the_field():
     for argv, field in ((["--tools", "abacus"], "tools"), (["--environment", "nocolon"], "environment"),
                         (["--max-tool-calls", "0"], "max_tool_calls"), (["--tool-timeout-s", "0"], "tool_timeout_s"),
-                        (["--task", "big_arithmetic", "--tools", "calculator"], "max_new_tokens")):
+                        (["--task", "big_arithmetic", "--tools", "calculator", "--max-new-tokens", "17"], "max_new_tokens")):
         with pytest.raises(ConfigError, match=f"^{field}: "):
             load_config(argv).validate()
 

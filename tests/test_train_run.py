@@ -9,15 +9,14 @@ import torch
 
 from grpo_lab.rundir.status import read_status
 from grpo_lab.objective.functions import group_advantages
-from trainer_helpers import SMALL, registered_metrics, read_table, run_trainer
+from shared_runs import grpo_run, one_pass_run  # noqa: F401 (fixtures: pytest finds them by name)
+from trainer_helpers import registered_metrics, read_table
 
 
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory):
-    runs = tmp_path_factory.mktemp("runs")
-    result = run_trainer(runs, "e2e", *SMALL, "--max-steps", "6", "--checkpoint-every", "3")
-    assert result.returncode == 0, result.stderr
-    return runs / "e2e"
+@pytest.fixture
+def run_dir(grpo_run):
+    """The session's shared GRPO run (shared_runs.GRPO_FLAGS: 6 steps, a checkpoint every 3)."""
+    return grpo_run
 
 
 def test_status_and_config(run_dir):
@@ -25,7 +24,7 @@ def test_status_and_config(run_dir):
     assert status["state"] == "finished" and status["step"] == 6 and status["total_steps"] == 6
     assert status["error"] is None and status["trained_params"] > 0
     config = json.loads((run_dir / "config.json").read_text())
-    assert config["group_size"] == 4 and config["std_mode"] == "group" and config["name"] == "e2e"
+    assert config["group_size"] == 4 and config["std_mode"] == "group" and config["name"] == run_dir.name
 
 
 def test_scalars_are_the_registered_metrics(run_dir):
@@ -118,23 +117,17 @@ def test_checkpoints_are_complete(run_dir):
             "model.safetensors", "optimizer.pt", "rng.pt", "meta.json"}
 
 
-def test_same_seed_same_run(tiny_run):
-    runs = [tiny_run(name, max_steps=3, seed=7) for name in ("a", "b")]
-    a, b = (read_table(r, "samples") for r in runs)
-    assert a["completion"].tolist() == b["completion"].tolist()
-    assert a["advantage"].tolist() == b["advantage"].tolist()
-    sa, sb = (read_table(r, "scalars") for r in runs)
-    assert sa["loss/total"].tolist() == sb["loss/total"].tolist()
+# Same seed, same run (completions, advantages, losses): tests/test_seed_determinism.py, one pair of runs.
 
 
-def test_one_pass_means_ratio_exactly_one(tiny_run):
-    scalars = read_table(tiny_run(max_steps=2, passes=1), "scalars")
+def test_one_pass_means_ratio_exactly_one(one_pass_run):
+    scalars = read_table(one_pass_run, "scalars")
     assert (scalars["ratio/min"] == 1.0).all() and (scalars["ratio/max"] == 1.0).all()
     assert (scalars["clip/total"] == 0.0).all()
 
 
-def test_beta_zero_loads_no_reference(tiny_run):
-    run = tiny_run(max_steps=2, beta=0)
+def test_beta_zero_loads_no_reference(one_pass_run):
+    run = one_pass_run
     tokens = read_table(run, "tokens")
     assert tokens["logp_ref"].isna().all() and (tokens["kl"] == 0).all()
     assert (read_table(run, "scalars")["kl/mean"] == 0).all()

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from grpo_lab.objective.functions import group_advantages
+from shared_runs import grpo_run  # noqa: F401 (a fixture: pytest finds it by name)
 from trainer_helpers import read_table, run_trainer
 
 TINY = ["--prompts-per-step", "4", "--group-size", "4", "--sft-steps", "2", "--flush-seconds", "0"]
@@ -138,10 +139,12 @@ def test_variant_options_are_grpo_only(tmp_path):
     assert done.returncode == 2 and "entropy_coef: must be >= 0" in done.stderr
 
 
-def test_defaults_log_the_neutral_values(tmp_path):
-    assert run_trainer(tmp_path, "d", *TINY, "--max-steps", "1").returncode == 0
-    row = read_table(tmp_path / "d", "scalars").iloc[0]
-    assert (row["groups/kept"], row["groups/dropped"], row["groups/sampling_rounds"]) == (4.0, 0.0, 1.0)
-    assert row["loss/entropy_bonus"] == 0.0 and not math.isnan(row["loss/total"])
-    assert not read_table(tmp_path / "d", "samples")["dropped"].any()
-    assert set(read_table(tmp_path / "d", "histograms")["importance_level"]) == {"token"}
+def test_defaults_log_the_neutral_values(grpo_run):
+    # the shared run sets none of the variant options (shared_runs.GRPO_FLAGS): every step neutral
+    scalars = read_table(grpo_run, "scalars")
+    assert len(scalars) == 6
+    for _, row in scalars.iterrows():
+        assert (row["groups/kept"], row["groups/dropped"], row["groups/sampling_rounds"]) == (4.0, 0.0, 1.0)
+        assert row["loss/entropy_bonus"] == 0.0 and not math.isnan(row["loss/total"])
+    assert not read_table(grpo_run, "samples")["dropped"].any()
+    assert set(read_table(grpo_run, "histograms")["importance_level"]) == {"token"}

@@ -98,6 +98,13 @@ def query(run_dir: str | Path, table: str, sql: str,
             return pd.DataFrame(), problems + [f"{table}: query failed ({str(exc).splitlines()[0][:200]})"]
 
 
+def query_files(files: list[Path], sql: str, params: dict[str, Any] | None = None) -> pd.DataFrame:
+    """Run `sql` with `{src}` standing for the rows of `files` (usable_parts' files of one run or of
+    several: a sweep's scalars in one query), with `filename` and `file_row_number` columns. Raises
+    duckdb.Error when a part is damaged beyond its footer: `query` per run then finds and reports it."""
+    return _run(files, "scalars", False, sql, params)
+
+
 def _run(files: list[Path], table: str, derive: bool, sql: str, params: dict[str, Any] | None) -> pd.DataFrame:
     src = "read_parquet($files, union_by_name=true, filename=true, file_row_number=true)"
     if derive:

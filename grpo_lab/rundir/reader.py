@@ -172,7 +172,7 @@ def list_runs(runs_dir: str | Path) -> list[RunInfo]:
         return []
     runs = []
     for entry in entries:
-        if not valid_run_name(entry.name):
+        if not valid_run_name(entry.name):  # also .launcher/, .trash/, .archive/: no run name starts with "."
             continue
         try:
             if entry.is_dir():

@@ -8,7 +8,8 @@
 What it writes (docs/trl-and-verl.md): config.json (TRL's options, those that map to ours under our
 names), status.json, tables/scalars (TRL's metrics under our names where they mean the same, the
 rest under `trl/`), and tables/samples: every completion with its prompt, rewards per function,
-what rewards logged with `log_extra` (`extra/<name>`) and TRL's own advantage. TRL exposes no
+what rewards logged with `log_extra` (`extra/<name>`) and TRL's own advantage; in a run with
+tools (`tools=`, `environment_factory=`), each completion's turns, tool_calls and tool_errors. TRL exposes no
 per-token figures, so there are no ratio histograms and no token detail; config.json and
 status.json say `source: "trl"` so the dashboard can tell.
 
@@ -33,8 +34,8 @@ from typing import Any
 
 from transformers import Trainer, TrainerCallback
 
-from grpo_lab.rundir.importers import names, samples
-from grpo_lab.rundir.importers.build import open_writer, scalar_row
+from grpo_lab.rundir.importers import names, samples, turns
+from grpo_lab.rundir.importers.build import SourceError, open_writer, scalar_row
 from grpo_lab.rundir.layout import RunPaths, valid_run_name, write_json_atomic
 from grpo_lab.rundir.status import StatusFile
 
@@ -186,12 +187,18 @@ class RunDirCallback(TrainerCallback):
         # log_extra columns as extra/<name>; a column not logged for every row of the log is left out
         # (its values would not line up with the completions)
         extra = {c: tail(v) for c, v in (logs.get("extra") or {}).items() if len(v) == len(logs["prompt"])}
-        self.writer.log("samples", samples.columns(
+        cols = samples.columns(
             step=step, group=group, sample_idx=sample_idx,
             prompt=[samples.text(p) for p in tail(logs["prompt"])],
             completion=[samples.text(c) for c in tail(logs["completion"])],
             reward=samples.weighted_total(per_fn, weights), advantage=tail(logs["advantages"]), per_fn=per_fn,
-            extra=samples.extra_columns(extra, self.extra_kinds)))
+            extra=samples.extra_columns(extra, self.extra_kinds))
+        if getattr(trainer, "tools", None):  # tools or environment_factory: completions are conversations
+            try:
+                cols.update(turns.columns(tail(logs["completion"]), "TRL's completions log"))
+            except SourceError as exc:  # never stop the user's training over what the page shows
+                log.warning("RunDirCallback: step %d written without turns: %s", step, exc)
+        self.writer.log("samples", cols)
 
     def _end(self, state: str, error: str | None = None) -> None:
         if self.writer is None or self.status is None:

@@ -84,7 +84,8 @@ def dry_run(cfg: Config, reward_fns: dict[str, tuple[Callable, float]], task: Ta
     call is refused here (a ConfigError, one line), not after a model load and a step. Any other
     failure is returned as a warning line: the reward may only dislike the dummy completion."""
     rows = task.rows[:DRY_RUN_ROWS]
-    prompts, completions, columns = reward_inputs(rows, ["0"] * len(rows), 1)
+    turns = [[{"model": "0"}] for _ in rows] if (cfg.tools or cfg.environment) else None  # tools: tool_calls too
+    prompts, completions, columns = reward_inputs(rows, ["0"] * len(rows), 1, turns=turns)
     columns = {k: v for k, v in columns.items() if k not in rewards.CALL_ARGS}
     warnings = []
     for name, (fn, _weight) in reward_fns.items():

@@ -86,11 +86,16 @@ def arithmetic(max_operand: int = 9) -> Task:
 class CalculatorTask(Task):
     """A task whose warm start shows the calculator's tag (grpo_lab/tools/parsing.py CHARACTER_CALC)."""
 
-    def sft_pairs(self, seed: int, n: int, answers_correct: bool) -> list[tuple[str, str]]:
+    def sft_pairs(self, seed: int, n: int, answers_correct: bool) -> list[tuple[str, str | tuple]]:
         """Half the warm start answers alone (random answers unless answers_correct), half calls
-        the calculator, "calc 123+456=579": the model learns both forms, RL picks between them."""
+        the calculator, "calc 123+456=579": the model learns both forms, RL picks between them.
+
+        A call's result is the tool's text, as (text, trained) segments (sft.warm_start): context,
+        not a target, as in the RL loss. Were it a target, 500 steps would show each of the task's
+        256 sums about 60 times, and a run without the tool could learn them by heart: the
+        comparison with and without the tool would measure that instead of the tool."""
         plain, rng = super().sft_pairs(seed, n, answers_correct), random.Random(f"{seed}/calc")
-        return [(p, f"calc {p.rstrip('=')}={_sum(p)}") if rng.random() < 0.5
+        return [(p, ((f"calc {p.rstrip('=')}=", True), (str(_sum(p)), False))) if rng.random() < 0.5
                 else (p, a) for p, a in plain]
 
 

@@ -17,6 +17,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # browser_helpers, wha
 from browser_helpers import (ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, streamlit_server,  # noqa: E402
                              wait_until_healthy)
 from trainer_helpers import start_trainer, wait_trainers  # noqa: E402  (browser_helpers put tests/ on the path)
+from playwright.sync_api import expect  # noqa: E402
+
+# every assertion waits as long as a page may take on a loaded 2-core machine (Playwright's default is 5 s)
+expect.set_options(timeout=60_000)
 
 SMALL = ["--prompts-per-step", "4", "--sft-steps", "10", "--group-size", "4"]
 

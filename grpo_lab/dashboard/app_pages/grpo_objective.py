@@ -1,9 +1,9 @@
-"""The GRPO objective: the formula term by term, a worked example step by step, and why each
-response's terms are divided by its length."""
+"""The GRPO objective: the formula term by term, a worked example step by step, why each
+response's terms are divided by its length, and what changes when a rollout has tool turns."""
 
 import streamlit as st
 
-from grpo_lab.dashboard.concepts import worked
+from grpo_lab.dashboard.concepts import tool_turns, worked
 from grpo_lab.dashboard.i18n import t
 
 st.title(t("obj.title"))
@@ -62,3 +62,6 @@ st.altair_chart(worked.length_chart(long_len, {
 st.markdown(t("obj.len_result", L=long_len, seq_share=shares["sequence"]["long"], seq=shares["sequence"]["objective"],
               tok_share=shares["token"]["long"], tok=shares["token"]["objective"]))
 st.caption(t("obj.len_note"))
+
+# --- tool turns: masking, the reward on the final answer, credit to the turns -----------------
+tool_turns.show()

@@ -1,4 +1,5 @@
-"""Runs: every run in the runs folder, start a new one, stop or resume one, read its log."""
+"""Runs: every run in the runs folder (filtered, 20 a page), start a new one, stop or resume one, read its
+log, tag it, archive or delete it (to the trash, restorable)."""
 
 from __future__ import annotations
 

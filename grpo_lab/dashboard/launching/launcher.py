@@ -140,7 +140,7 @@ def validate(values: dict[str, Any], runs_dir: Path, processes: int = 1) -> list
     cfg = checked_config(values, runs_dir, processes)
     path = run_path(runs_dir, cfg.name)
     queued = (read_json(runs_dir / LAUNCH_DIR / f"{cfg.name}.json") or {}).get("queued")
-    if path.exists() or queued or _alive_launch(runs_dir, cfg.name):
+    if path.exists() or queued or alive_launch(runs_dir, cfg.name):
         raise LaunchError(f"name: a run named {cfg.name!r} already exists; choose another name")
     values["name"] = cfg.name
     return _argv(values)
@@ -281,7 +281,7 @@ def resume(runs_dir: Path, name: str) -> int:
         raise LaunchError(f"{name} is {info.state}: only a stopped or failed run can be resumed")
     if info.config is None:
         raise LaunchError(f"{name} has no config.json: it never got far enough to resume")
-    if _alive_launch(runs_dir, name) or is_trainer_of((info.status or {}).get("pid"), name, runs_dir):
+    if alive_launch(runs_dir, name) or is_trainer_of((info.status or {}).get("pid"), name, runs_dir):
         raise LaunchError(f"{name}: its trainer is still shutting down; try again in a moment")
     processes = (info.status or {}).get("world_size", 1)
     processes = processes if isinstance(processes, int) and 1 <= processes <= MAX_PROCESSES else 1
@@ -338,7 +338,7 @@ def reap() -> None:
             del _children[pid]
 
 
-def _alive_launch(runs_dir: Path, name: str) -> bool:
+def alive_launch(runs_dir: Path, name: str) -> bool:
     record = read_json(runs_dir / LAUNCH_DIR / f"{name}.json") or {}
     return is_trainer_of(record.get("pid"), name, runs_dir)
 
@@ -388,7 +388,7 @@ def launch_log(runs_dir: Path, name: str, lines: int = 40) -> str:
 def dismiss(runs_dir: Path, name: str) -> None:
     """Forget a launch that died before creating its run (its record and output)."""
     check_name(name)
-    if _alive_launch(runs_dir, name):
+    if alive_launch(runs_dir, name):
         raise LaunchError(f"{name} is still starting")
     for suffix in (".json", ".log"):
         (runs_dir / LAUNCH_DIR / f"{name}{suffix}").unlink(missing_ok=True)

@@ -34,6 +34,11 @@ def runs() -> list[RunInfo]:
     return _runs(str(runs_dir()))
 
 
+def forget_runs() -> None:
+    """Drop the cached listing, so a run just moved (deleted, archived, restored) goes or comes back now."""
+    _runs.clear()
+
+
 def run(name: str) -> RunInfo:
     """One run, read now (status.json and config.json are small)."""
     return read_run(runs_dir(), name)

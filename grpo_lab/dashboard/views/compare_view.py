@@ -12,7 +12,7 @@ import streamlit as st
 from grpo_lab.dashboard import ui
 from grpo_lab.dashboard.launching import launcher
 from grpo_lab.dashboard.reading import data, queries
-from grpo_lab.dashboard.views import charts, groups_view, markup, series
+from grpo_lab.dashboard.views import annotations_view, charts, groups_view, markup, series
 from grpo_lab.dashboard.i18n import t
 from grpo_lab.rundir.layout import SOURCES_KEY
 from grpo_lab.rundir.reader import RunInfo
@@ -178,6 +178,7 @@ def render() -> None:
     chosen_runs = st.multiselect(t("compare.runs"), names, key="cmp_runs", placeholder=t("compare.runs_placeholder"))
     by_name = {r.name: r for r in all_runs}
     runs = [by_name[n] for n in chosen_runs if n in by_name]  # in the order picked
+    annotations_view.compare_lines(runs)  # each run's tags and note (set on the Runs page)
     if len(runs) < 2:
         st.info(t("compare.pick_two"))
         if not runs:

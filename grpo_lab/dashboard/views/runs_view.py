@@ -1,4 +1,5 @@
-"""The Runs page's body: the runs table, and what can be done with the selected run."""
+"""The Runs page's body: the list, archive or trash; the runs table with its filters and pages
+(views/runs_filters.py); and what can be done with the selected run (open, stop, resume, tag, archive, delete)."""
 
 from __future__ import annotations
 
@@ -8,36 +9,54 @@ import pandas as pd
 import streamlit as st
 
 from grpo_lab.dashboard import ui
-from grpo_lab.dashboard.launching import launch_form, launcher
+from grpo_lab.dashboard.launching import housekeeping, launch_form, launcher
 from grpo_lab.dashboard.reading import data
-from grpo_lab.dashboard.views import markup, sweeps_view
+from grpo_lab.dashboard.views import annotations_view, markup, runs_filters, runs_manage_view, sweeps_view
 from grpo_lab.dashboard.i18n import t
+from grpo_lab.rundir import annotations
 from grpo_lab.rundir.layout import SOURCES_KEY
 from grpo_lab.rundir.reader import tail
 
 
-def runs_frame(runs, pending) -> pd.DataFrame:
+def meta_frame(runs, pending, runs_dir) -> pd.DataFrame:
+    """One row per run and pending launch with what the filters read: raw `state`, `algo`, `sweep`,
+    `tags` (a tuple). Nothing here reads a table, so 60 runs cost 60 small files, not 60 tables."""
     rows = []
     for r in runs:
-        latest = data.latest(data.scalars(r.name), "reward/mean") if r.status else None
+        config = r.config or {}
         started = r.started_at
         rows.append({
-            "name": r.name, "algo": r.get("algo", "—"), "model": r.get("model", "—"), "task": r.get("task", "—"),
-            "state": ui.state_label(r.state),
+            "name": r.name, "algo": str(r.get("algo", "—")), "model": r.get("model", "—"), "task": r.get("task", "—"),
+            "state": r.state, "sweep": str(config.get("sweep") or ""),
+            "tags": annotations.read(r.path).tags,
             "progress": min(r.step / r.total_steps, 1.0) if r.total_steps > 0 else 0.0,
             "step": f"{r.step} / {r.total_steps or '?'}",
-            "latest reward": latest,
             "doctor": data.findings_badge(r),
             "processes": ui.world_label(r),
             "started": pd.to_datetime(started, unit="s", utc=True).tz_convert(None) if started else None,
             "duration": ui.duration(ui.run_duration(r)),
         })
     for p in pending:
+        sweep, _ = sweeps_view.queued_labels(runs_dir, p.name)
         rows.append({"name": p.name, "algo": "—", "model": "—", "task": "—",
-                     "state": ui.state_label("queued" if p.queued else "launching" if p.alive else "failed to start"), "progress": 0.0,
-                     "step": "—", "latest reward": None, "doctor": "", "processes": "—",
+                     "state": "queued" if p.queued else "launching" if p.alive else "failed to start",
+                     "sweep": sweep, "tags": (), "progress": 0.0, "step": "—", "doctor": "", "processes": "—",
                      "started": pd.to_datetime(p.started_at, unit="s", utc=True).tz_convert(None), "duration": "—"})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=["name", "algo", "model", "task", "state", "sweep", "tags", "progress", "step",
+                                       "doctor", "processes", "started", "duration"])
+
+
+def shown_frame(rows: pd.DataFrame, runs) -> pd.DataFrame:
+    """The rows of one page as the table shows them: state as a label, tags as text, the latest
+    reward read (from the run's table) only for these rows."""
+    listed = {r.name: r for r in runs}
+    out = rows.drop(columns=["sweep"]).copy()
+    latest = [data.latest(data.scalars(n), "reward/mean") if n in listed and listed[n].status else None
+              for n in out["name"]]
+    out.insert(out.columns.get_loc("step") + 1, "latest reward", latest)
+    out["state"] = out["state"].map(ui.state_label)
+    out["tags"] = out["tags"].map(" ".join)
+    return out
 
 
 def act(action: str, name: str) -> None:
@@ -62,7 +81,7 @@ def actions(name: str, runs, pending) -> None:
     """What can be done with the selected run: open it, stop it, resume it, read its log."""
     info = next((r for r in runs if r.name == name), None)
     pend = next((p for p in pending if p.name == name), None)
-    cols = st.columns(5)
+    cols = st.columns(7)
     if info is not None:
         cols[0].page_link("app_pages/live.py", label=t("nav.live"), icon="📈", query_params={"run": name},
                           width="stretch")
@@ -78,6 +97,8 @@ def actions(name: str, runs, pending) -> None:
         # (a TRL or verl run is resumed by its own trainer, not this one)
         cols[3].button(t("runs.resume"), key="resume", type="primary", width="stretch", on_click=act,
                        args=("resume", name))
+    if info is not None and state not in data.ACTIVE_STATES and state != "launching":
+        runs_manage_view.buttons(name, cols[5:])
     if pend is not None and not pend.alive:
         cols[4].button(t("runs.dismiss"), key="dismiss", help=t("runs.dismiss_help"), width="stretch",
                        on_click=act, args=("dismiss", name))
@@ -88,6 +109,8 @@ def actions(name: str, runs, pending) -> None:
         ui.warn(info.problems)
         if info.error:
             st.error(t("ui.error", error=markup.md(info.error)))
+        with st.expander(t("annotations.heading"), expanded=False):
+            annotations_view.editor(info)
         if info.config:
             with st.expander(t("runs.options")):
                 options = options_table(info.config)
@@ -108,6 +131,59 @@ def options_table(config: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def view_switch(any_runs: bool) -> str:
+    """The list, the archive or the trash (each with how many runs it holds); only the list while
+    there is nothing anywhere, so a first visit sees the demo offer alone."""
+    counts = {v: len(housekeeping.held(data.runs_dir(), v)) for v in ("archive", "trash")}
+    if not any_runs and not any(counts.values()):
+        return "list"
+    names = {"list": t("runs.view_list"), "archive": t("runs.view_archive", n=counts["archive"]),
+             "trash": t("runs.view_trash", n=counts["trash"])}
+    return st.segmented_control(t("runs.view"), list(names), default="list", format_func=names.get, key="runs_view",
+                                required=True, label_visibility="collapsed") or "list"
+
+
+def _multiselect(column, label: str, options: list[str], key: str, **kwargs) -> tuple[str, ...]:
+    """A filter multiselect whose remembered picks that no longer exist (a tag removed) are dropped first."""
+    if key in st.session_state:
+        st.session_state[key] = [v for v in st.session_state[key] if v in options]
+    return tuple(column.multiselect(label, options, key=key, **kwargs))
+
+
+def filter_widgets(frame: pd.DataFrame) -> runs_filters.Filters:
+    """Name, state and algorithm always; sweep and tags once some run has one."""
+    found = runs_filters.choices(frame)
+    wide = [2, 1, 1] + [1] * bool(found["sweeps"]) + [1] * bool(found["tags"])
+    cols = st.columns(wide)
+    text = cols[0].text_input(t("runs.filter"), key="runs_filter", placeholder=t("runs.filter_placeholder"))
+    states = _multiselect(cols[1], t("runs.state"), list(runs_filters.STATES), "runs_states",
+                          format_func=ui.state_label, placeholder=t("runs.state_placeholder"))
+    algos = _multiselect(cols[2], t("runs.filter_algo"), found["algos"], "runs_algos",
+                         placeholder=t("runs.filter_algo_placeholder"))
+    more = iter(cols[3:])
+    sweeps = _multiselect(next(more), t("runs.filter_sweep"), found["sweeps"], "runs_sweeps",
+                          placeholder=t("runs.filter_sweep_placeholder")) if found["sweeps"] else ()
+    tags = _multiselect(next(more), t("runs.filter_tags"), found["tags"], "runs_tags", help=t("runs.filter_tags_help"),
+                        placeholder=t("runs.filter_tags_placeholder")) if found["tags"] else ()
+    return runs_filters.Filters(text=text, sweeps=sweeps, tags=tags, states=states, algos=algos)
+
+
+def page_widget(matching: int, total: int) -> int:
+    """Which page of the matching runs to show; a page picker only when they fill more than one."""
+    count = runs_filters.pages(matching)
+    number = 1
+    if count > 1:
+        if st.session_state.get("runs_page", 1) > count:  # the filter shrank the list
+            st.session_state["runs_page"] = count
+        left, right = st.columns([1, 3], vertical_alignment="bottom")
+        number = int(left.number_input(t("runs.page", n=count), min_value=1, max_value=count, step=1, key="runs_page"))
+    first = (number - 1) * runs_filters.PAGE_SIZE + 1 if matching else 0
+    last = min(number * runs_filters.PAGE_SIZE, matching)
+    if matching:  # none: the page says "no run matches" below
+        (right if count > 1 else st).caption(t("runs.showing", first=first, last=last, matching=matching, total=total))
+    return number
+
+
 def any_active(runs, pending) -> bool:
     return any(r.state in data.ACTIVE_STATES for r in runs) or any(p.alive or p.queued for p in pending)
 
@@ -120,28 +196,29 @@ def render(was_active: bool) -> None:
     pending = launcher.pending(data.runs_dir(), {r.name for r in runs})
     if st.session_state.pop("runs_full_rerun", False) or (was_active and not any_active(runs, pending)):
         st.rerun(scope="app")  # a run started or ended: redraw with (or without) the timer
+    view = view_switch(bool(runs or pending))
+    if view == "archive":
+        return runs_manage_view.archive_panel()
+    if view == "trash":
+        return runs_manage_view.trash_panel()
     if not runs and not pending:
+        runs_manage_view.show_message()  # e.g. the last run was just deleted
         st.info(t("runs.no_runs"))
         if st.button(t("runs.launch_demo"), type="primary", key="launch_demo"):
             launch_form.start(launch_form.demo_values(data.runs_dir()))
         return
     sweeps_view.render(runs, pending, data.runs_dir())  # each sweep one collapsed row with its progress
-    left, right = st.columns([2, 1])
-    text = left.text_input(t("runs.filter"), key="runs_filter", placeholder=t("runs.filter_placeholder"))
-    frame = runs_frame(runs, pending)
-    states = sorted(frame["state"].unique())
-    chosen = right.multiselect(t("runs.state"), states, key="runs_states", placeholder=t("runs.state_placeholder"))
-    shown = frame[frame["name"].str.contains(text, case=False, regex=False)] if text else frame
-    if chosen:
-        shown = shown[shown["state"].isin(chosen)]
+    frame = meta_frame(runs, pending, data.runs_dir())
+    matching = runs_filters.apply(frame, filter_widgets(frame))
+    shown = shown_frame(runs_filters.page(matching, page_widget(len(matching), len(frame))), runs)
     st.dataframe(shown, hide_index=True, key="runs_table", on_select="rerun", selection_mode="single-row",
                  column_config={
-                     **ui.column_config(shown.columns, formats={"latest reward": "%.3f"}),
+                     **ui.column_config(shown.columns, formats={"latest reward": "%.3f"}, labels={"tags": t("col.tags")}),
                      "progress": st.column_config.ProgressColumn(t("col.progress"), min_value=0.0, max_value=1.0,
                                                                  format="percent"),
                      "started": st.column_config.DatetimeColumn(t("col.started"), format="YYYY-MM-DD HH:mm:ss"),
                  })
-    names = shown["name"].tolist()
+    names = shown["name"].tolist()  # the table's rows: a click picks one of them
     if not names:
         st.caption(t("runs.no_match"))
         return
@@ -149,6 +226,7 @@ def render(was_active: bool) -> None:
     if picked and picked[0] < len(names) and picked != st.session_state.get("runs_table_applied"):
         st.session_state["runs_pick"] = names[picked[0]]  # a new click in the table
     st.session_state["runs_table_applied"] = picked
+    names = matching["name"].tolist()  # the picker offers every match, also those on other pages
     if st.session_state.get("runs_pick_next") in names:  # just launched from the form
         st.session_state["runs_pick"] = st.session_state.pop("runs_pick_next")
     if st.session_state.get("runs_pick") not in names:

@@ -26,7 +26,8 @@ def _bucket(state: str) -> str:
             "refused": "failed"}.get(state, state if state in COUNTED else "failed")
 
 
-def _queued_labels(runs_dir: Path, name: str) -> tuple[str, str]:
+def queued_labels(runs_dir: Path, name: str) -> tuple[str, str]:
+    """(sweep, variant) of a queued launch, from its queue entry's argv; ('', '') when it has none."""
     argv = (read_json(Path(runs_dir) / launcher.LAUNCH_DIR / f"{name}.json") or {}).get("argv")
     if not isinstance(argv, list):
         return "", ""
@@ -44,7 +45,7 @@ def progress(runs, pending, runs_dir: Path) -> pd.DataFrame:
             rows.append({"sweep": str(config["sweep"]), "variant": str(config.get("variant") or ""),
                          "state": _bucket(r.state), "step": r.step, "total": r.total_steps})
     for p in pending:
-        sweep, variant = _queued_labels(runs_dir, p.name)
+        sweep, variant = queued_labels(runs_dir, p.name)
         if sweep:
             state = "queued" if p.queued else "running" if p.alive else "failed"
             rows.append({"sweep": sweep, "variant": variant, "state": state, "step": 0, "total": 0})
@@ -69,4 +70,13 @@ def render(runs, pending, runs_dir: Path) -> None:
             shown = rows.drop(columns=["sweep"])
             shown = shown.rename(columns={c: t(f"sweeps.col_{c}") for c in shown.columns})
             st.dataframe(shown, hide_index=True)
-            st.page_link("app_pages/compare.py", label=t("sweeps.compare"), icon="⚖️", query_params={"sweep": sweep})
+            left, right = st.columns(2)
+            with left:
+                st.page_link("app_pages/compare.py", label=t("sweeps.compare"), icon="⚖️", query_params={"sweep": sweep})
+            right.button(t("sweeps.list_runs"), key=f"sweep_list_{sweep}", on_click=_list_runs_of, args=(sweep,))
+
+
+def _list_runs_of(sweep: str) -> None:
+    """Button callback: the Runs list filtered to this sweep's runs (runs_view's sweep filter), first page."""
+    st.session_state["runs_sweeps"] = [sweep]
+    st.session_state["runs_page"] = 1

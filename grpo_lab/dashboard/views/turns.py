@@ -35,7 +35,8 @@ def turns_html(turns: list[dict], markers: bool) -> str:
         if "tool" not in turn:
             continue
         call = f'{html.escape(str(turn["tool"]))}({html.escape(_arguments(turn.get("arguments") or {}))})'
-        seconds = f' <span style="opacity:.6">{float(turn.get("seconds") or 0):.3f} s</span>'
+        seconds = ("" if turn.get("seconds") is None  # not logged (a TRL run's turns)
+                   else f' <span style="opacity:.6">{float(turn["seconds"]):.3f} s</span>')
         if turn.get("error") is not None:
             parts.append(f'<div class="grpo-turn-error" style="{ERROR_STYLE}">🔧 {call} → '
                          f'{html.escape(t("turns.error"))}: {html.escape(str(turn["error"]))}{seconds}</div>')

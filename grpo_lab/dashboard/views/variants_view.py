@@ -64,34 +64,21 @@ def band_chart(bands: pd.DataFrame, seeds: pd.DataFrame | None, *, title: str, x
             "encoding": {"x": _q("x", x_title), "color": colour}, "layer": layers}
 
 
-def bands_of(long: pd.DataFrame, metric: str) -> pd.DataFrame:
-    """Per variant and x: mean and 95% band of `metric` across seeds. Runs log the same steps, so
-    x is bucketed by step: the band at a step averages each seed's x there (a seed's wall time)."""
-    parts = []
-    for label, part in long.groupby("variant", sort=False):
-        b = variants.band(part.rename(columns={metric: "value"})[["run", "step", "value"]], "step")
-        b["x"] = b["step"].map(part.groupby("step")["x"].mean())
-        b["variant"] = label
-        parts.append(b)
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
-        columns=["variant", "step", "x", "mean", "low", "high", "n"])
-
-
-def _ci(row) -> str:
-    if not np.isfinite(row["mean"]):
+def _ci(mean: float, low: float, high: float) -> str:
+    if not np.isfinite(mean):
         return "—"
-    if not np.isfinite(row["ci_low"]):
-        return f"{row['mean']:.4g}"
-    return f"{row['mean']:.4g} [{row['ci_low']:.4g}, {row['ci_high']:.4g}]"
+    if not np.isfinite(low):
+        return f"{mean:.4g}"
+    return f"{mean:.4g} [{low:.4g}, {high:.4g}]"
 
 
-def stats_table(runs: pd.DataFrame, groups: dict[str, list[RunInfo]]) -> pd.DataFrame:
+def stats_table(table: pd.DataFrame) -> pd.DataFrame:
     """variants.summary_table shown one row per variant and metric, in the current language."""
-    table = variants.summary_table(runs, {label: [r.name for r in rs] for label, rs in groups.items()})
     names = metric_names()
     return pd.DataFrame({
         t("variants.variant"): table["variant"], t("variants.metric"): table["metric"].map(names),
-        t("variants.mean_ci"): table.apply(_ci, axis=1), t("variants.iqm"): table["iqm"].round(4),
+        t("variants.mean_ci"): [_ci(*v) for v in zip(table["mean"], table["ci_low"], table["ci_high"])],
+        t("variants.iqm"): table["iqm"].round(4),
         t("variants.n"): table["n"]})
 
 
@@ -114,24 +101,25 @@ def render(groups: dict[str, list[RunInfo]], heading: str) -> None:
     c1, c2, c3 = st.columns([3, 2, 1])
     x_mode = c2.selectbox(t("chart.x_axis"), list(variants.X_MODES), key="var_x", format_func=x_names().get) or "step"
     seeds = c3.toggle(t("variants.show_seeds"), value=False, key="var_seeds")
-    long, problems = variants_data.stacked(groups, ["reward/mean", "kl/mean", "completion/length_mean"], x_mode)
-    ui.warn(problems)
-    if long.empty:
+    # everything below is cached on the runs' scalars parts (reading/variants_data.py): a rerun
+    # with nothing new reads no table and computes no statistic
+    key, problems = variants_data.data_key(groups)
+    columns, more = variants_data.present(key)
+    ui.warn(problems + more)
+    if not columns:
         st.info(t("variants.no_data"))
         return
-    columns = [c for c in ("reward/mean", "kl/mean", "completion/length_mean") if long[c].notna().any()]
-    chosen = c1.multiselect(t("compare.metrics"), columns, default=[m for m in DEFAULT_METRICS if m in columns],
+    chosen = c1.multiselect(t("compare.metrics"), list(columns), default=[m for m in DEFAULT_METRICS if m in columns],
                             key="var_metrics")
     for metric in chosen:
-        bands = bands_of(long, metric)
-        per_seed = long[["variant", "run", "x", metric]].rename(columns={metric: "value"}) if seeds else None
+        bands, per_seed = variants_data.bands(key, metric, x_mode, seeds)
         st.vega_lite_chart(spec=band_chart(bands, per_seed, title=metric, x_title=x_names()[x_mode]),
                            key=f"var_chart_{metric}")
     st.subheader(t("variants.table"))
     threshold = st.number_input(t("variants.threshold"), value=0.5, step=0.05, key="var_threshold",
                                 help=t("variants.threshold_help"))
-    runs = variants_data.run_stats(long, float(threshold))
-    st.dataframe(stats_table(runs, groups), hide_index=True)
+    runs, table = variants_data.stats(key, float(threshold))
+    st.dataframe(stats_table(table), hide_index=True)
     labels = list(groups)
     if len(labels) >= 2:
         st.subheader(t("variants.difference"))

@@ -29,6 +29,8 @@ METRICS = {
     "grad_norm": "grad/norm",
     "learning_rate": "lr",
     "step_time": "time/step_s",  # TRL: generation + forward/backward of the step, not the optimizer step
+    "tools/call_frequency": "tools/calls_per_rollout",  # runs with tools: calls per completion
+    "tools/failure_frequency": "tools/error_frac",  # failed calls / calls, 0 without calls
 }
 # rewards/<fn>/mean and rewards/<fn>/std have the same name in TRL and here (TRL's std: N-1).
 SAME_NAME_PATTERN = ("rewards/", ("/mean", "/std"))

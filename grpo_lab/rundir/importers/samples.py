@@ -12,6 +12,7 @@ from typing import Any
 import pyarrow as pa
 
 from grpo_lab.objective.options import group_of
+from grpo_lab.rundir.importers import turns
 
 ID_MAX_CHARS = 40
 
@@ -22,6 +23,12 @@ def text(value: Any) -> str:
 
     >>> text([{"role": "user", "content": "2+2="}, {"role": "assistant", "content": "4"}])
     'user: 2+2=\\nassistant: 4'
+
+    A tool call (TRL's `tool_calls`) is written after its message's text:
+
+    >>> text([{"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {
+    ...     "name": "calculator", "arguments": {"expression": "2+2"}}}]}, {"role": "tool", "content": "4"}])
+    'assistant: [calculator(expression="2+2")]\\ntool: 4'
     """
     if isinstance(value, str):
         return value
@@ -30,8 +37,23 @@ def text(value: Any) -> str:
     if isinstance(value, dict):
         value = [value]
     if isinstance(value, (list, tuple)) and all(isinstance(m, dict) for m in value):
-        return "\n".join(f"{m.get('role', '?')}: {_content(m.get('content'))}" for m in value)
+        return "\n".join(f"{m.get('role', '?')}: " + " ".join(filter(None, [_content(m.get("content")),
+                                                                            _calls(m.get("tool_calls"))]))
+                         for m in value)
     return "" if value is None else str(value)
+
+
+def _calls(calls: Any) -> str:
+    """A message's tool calls as `[name(key="value", ...)]` ("" without calls)."""
+    shown = []
+    for call in turns.plain(calls) or []:
+        if isinstance(call, dict):
+            fn = call.get("function") if isinstance(call.get("function"), dict) else call
+            args = fn.get("arguments")
+            args = ", ".join(f"{k}={json.dumps(v, default=str, ensure_ascii=False)}" for k, v in args.items()
+                             if v is not None) if isinstance(args, dict) else str(args or "")
+            shown.append(f"{fn.get('name') or '?'}({args})")
+    return " ".join(f"[{c}]" for c in shown)
 
 
 def _content(content: Any) -> str:

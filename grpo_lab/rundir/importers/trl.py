@@ -14,6 +14,8 @@ What TRL leaves there (GRPOTrainer, trl 1.16):
   shuffles it before splitting it, so which of them trained which completion is recorded nowhere.
   Columns that are neither required nor a reward function are what rewards logged with
   `log_extra`: kept as `extra/<name>` (numbers, else text), the native trainer's naming.
+  In a run with tools, a completion is the conversation with its tool calls and results:
+  read into `turns`, `tool_calls`, `tool_errors` (importers/turns.py) when any completion made a call.
 - `trainer_state.json` (`trainer.save_state()`, or inside each `checkpoint-<step>/`):
   `log_history`, one record per log call with the metrics and `step`.
 """
@@ -28,7 +30,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from grpo_lab.rundir.importers import limits, names, samples, weights
+from grpo_lab.rundir.importers import limits, names, samples, turns, weights
 from grpo_lab.rundir.importers.build import SourceError, finish, open_writer, scalar_row
 from grpo_lab.rundir.layout import RunPaths
 
@@ -100,12 +102,13 @@ def convert(source: Path, paths: RunPaths, *, name: str, std_mode: str, group_si
     fn_names = fn_names or sorted(reward_weights)  # no trainer_state.json: the functions the option names
     evaluated = {r["step"] for r in history if any(k.startswith("eval_") for k in r)}
     # Pass 1: which files hold a new training batch, num_generations, and each batch's reward terms.
-    kept, terms, batches, previous = [], {}, [], None
+    kept, terms, batches, previous, tools = [], {}, [], None, False
     for step, path in files:
         df = read_completions(path)
         key = (df["prompt"].astype(str).tolist(), df["completion"].astype(str).tolist(), df["advantage"].tolist())
         if key != previous and step not in evaluated:  # else a batch logged again, or an evaluation's (docstring)
             kept.append((step, path))
+            tools = tools or turns.any_tool_turn(df["completion"])
             _, _, per_fn, advantage = checked(path, df, fn_names)
             if fn_names:
                 terms[step] = weights.batch_terms(per_fn)
@@ -121,7 +124,7 @@ def convert(source: Path, paths: RunPaths, *, name: str, std_mode: str, group_si
     kinds: dict[str, str] = {}  # extra column -> number or text, fixed where it first appears
     for step, path in kept:  # a batch at the step that generated it (see the module docstring)
         write_step(writer, path, read_completions(path), step=step, group_size=group_size, fn_names=fn_names,
-                   weights=w, kinds=kinds)
+                   weights=w, kinds=kinds, tools=tools)
 
     rows: dict[int, dict[str, float]] = {}
     for record in history:  # training, evaluation and end-of-training records of a step make one row
@@ -212,7 +215,8 @@ def infer_group_size(files: list[tuple[int, Path]]) -> int:
 
 
 def write_step(writer, path: Path, df, *, step: int, group_size: int, fn_names: list[str],
-               weights: dict[str, float], kinds: dict[str, str]) -> None:
+               weights: dict[str, float], kinds: dict[str, str], tools: bool = False) -> None:
+    """One kept completions file as samples rows; tools: the run used tools (every row gets turns)."""
     n = len(df) - len(df) % group_size
     if n == 0:
         return
@@ -229,9 +233,12 @@ def write_step(writer, path: Path, df, *, step: int, group_size: int, fn_names: 
                           f"{limits.MAX_NAME_CHARS} characters")
     extra = samples.extra_columns({str(c): df[c].tolist() for c in logged}, kinds)
     group, sample_idx = samples.blocks(n, group_size)
-    writer.log("samples", samples.columns(
+    cols = samples.columns(
         step=step, group=group, sample_idx=sample_idx, prompt=prompts, completion=completions,
-        reward=samples.weighted_total(per_fn, weights), advantage=advantage, per_fn=per_fn, extra=extra))
+        reward=samples.weighted_total(per_fn, weights), advantage=advantage, per_fn=per_fn, extra=extra)
+    if tools:
+        cols.update(turns.columns(df["completion"].tolist(), str(path)))
+    writer.log("samples", cols)
     writer.flush()
 
 

@@ -1,0 +1,123 @@
+"""A TRL-style tool function and environment class from a user's own module, unchanged.
+
+The module is a real file on PYTHONPATH, written as TRL 1.16's docs write them: a plain function
+with type hints and a docstring (`tools=[...]`), and a class whose `reset(**kwargs)` gets the
+dataset row and whose public methods are the tools (`environment_factory=`). A reward from the
+same module takes the `tool_calls` keyword. The trainer runs as a real subprocess, a short run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import textwrap
+from collections import Counter
+
+import pytest
+
+from trainer_helpers import ROOT, SMALL, read_table, trainer_cmd
+
+USER_MODULE = textwrap.dedent('''
+    """A user's tools, written for TRL's GRPOTrainer."""
+    import json
+    import os
+
+
+    def _log(**record):
+        with open(os.environ["USER_TOOLS_LOG"], "a") as fh:
+            fh.write(json.dumps(record) + "\\n")
+
+
+    def calculator(expression: str) -> str:
+        """Add two whole numbers.
+
+        Args:
+            expression: a sum such as "123+456".
+        """
+        a, b = expression.split("+")
+        _log(kind="function", expression=expression)
+        return str(int(a) + int(b))
+
+
+    class AdderEnv:
+        """One instance per rollout; its methods are the tools."""
+
+        def reset(self, **kwargs):
+            self.row = kwargs
+            self.calls = 0
+            _log(kind="reset", env=id(self), columns=sorted(kwargs), answer=kwargs.get("answer"))
+
+        def calculator(self, expression: str) -> str:
+            """Add two whole numbers.
+
+            Args:
+                expression: a sum such as "123+456".
+            """
+            self.calls += 1
+            a, b = expression.split("+")
+            _log(kind="method", env=id(self), expression=expression, calls=self.calls)
+            return str(int(a) + int(b))
+
+
+    def used_the_tool(prompts, completions, tool_calls, answer, log_extra, **kwargs):
+        """1 when the rollout called a tool and its text ends with the answer."""
+        assert len(tool_calls) == len(completions) and all(isinstance(c, list) for c in tool_calls)
+        log_extra("calls_seen", [len(c) for c in tool_calls])
+        return [float(bool(calls) and text.strip().endswith(a)) for text, calls, a in zip(completions, tool_calls, answer)]
+''')
+# the tiny model learns the calc tag in its warm start (tests/test_tools_run.py); 2 steps of 4 x 4
+ARGS = [*SMALL, "--sft-steps", "80", "--task", "big_arithmetic", "--max-steps", "1", "--max-new-tokens", "20",
+        "--max-tool-calls", "2", "--rewards", "correctness=1,user_tools:used_the_tool=0.5"]
+
+
+def train(tmp_path, name: str, *args: str) -> tuple:
+    (tmp_path / "user_tools.py").write_text(USER_MODULE)
+    log = tmp_path / f"{name}.log"
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}", "USER_TOOLS_LOG": str(log)}
+    result = subprocess.run(trainer_cmd(tmp_path / "runs", name, *ARGS, *args), cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    records = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    return read_table(tmp_path / "runs" / name, "samples"), records
+
+
+def calls_in(samples) -> list[dict]:
+    return [t for s in samples["turns"] for t in json.loads(s) if "tool" in t]
+
+
+@pytest.fixture(scope="module")
+def tmp(tmp_path_factory):
+    return tmp_path_factory.mktemp("user-tools")
+
+
+def test_a_user_tool_function_is_called_as_written(tmp):
+    samples, records = train(tmp, "fn", "--tools", "user_tools:calculator")
+    calls = calls_in(samples)
+    assert calls, "the warm start shows the calc tag: some rollout calls the tool"
+    ran = [r for r in records if r["kind"] == "function"]
+    # every call that reached the user's function is in the turns, with its result
+    assert sorted(r["expression"] for r in ran) == sorted(t["arguments"][""] for t in calls if t["error"] is None)
+    for t in calls:
+        if t["error"] is None:
+            a, b = t["arguments"][""].split("+")
+            assert t["tool"] == "calculator" and t["result"] == str(int(a) + int(b))
+    # the user's reward got tool_calls for each completion: the counts it logged are the table's
+    assert samples["extra/calls_seen"].tolist() == samples["tool_calls"].astype(float).tolist()
+
+
+def test_a_user_environment_gets_a_fresh_instance_per_rollout_reset_with_its_row(tmp):
+    samples, records = train(tmp, "env", "--environment", "user_tools:AdderEnv")
+    resets = [r for r in records if r["kind"] == "reset"]
+    # one reset per rollout (4 prompts x 4), with the row's columns (TRL: reset(**row))
+    assert len(resets) == len(samples) == 16
+    assert all("answer" in r["columns"] for r in resets)
+    assert Counter(r["answer"] for r in resets) == Counter(samples["answer"].astype(str))
+    methods = [r for r in records if r["kind"] == "method"]
+    assert methods, "some rollout calls the environment's tool"
+    # a method runs on an instance that was reset, and its state is that rollout's own
+    reset_envs = {r["env"] for r in resets}
+    assert all(m["env"] in reset_envs for m in methods)
+    per_env = Counter(m["env"] for m in methods)
+    assert all(m["calls"] <= per_env[m["env"]] for m in methods) and max(per_env.values()) <= 2  # max-tool-calls
+    assert len(calls_in(samples)) >= len(methods)
