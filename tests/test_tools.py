@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from grpo_lab.tools import (CHARACTER_CALC, XML_CALC, ToolCall, ToolError, calculator, find_call, load_environment,
-                            load_tools, new_environment, run_call)
+from grpo_lab.tools import (CHARACTER_CALC, XML_CALC, ToolCall, ToolError, calculator, environment_tools, find_call,
+                            load_environment, load_tools, new_environment, run_call)
 
 USER_MODULE = '''
 def word_count(text: str) -> int:
@@ -130,10 +130,10 @@ def test_bad_tool_specs_name_the_field(spec, message):
 
 def test_environment_is_fresh_per_rollout_and_reset_with_the_row(user_module):
     cls = load_environment(f"{user_module}:Counter")
-    first = new_environment(cls, {"start": 10, "answer": "x"})
+    first = environment_tools(new_environment(cls, {"start": 10, "answer": "x"}))
     assert sorted(first) == ["add"]  # reset and _hidden are not tools
     assert run_call(ToolCall("add", {"amount": 5}), first).text == "15"
-    second = new_environment(cls, {"start": 1})
+    second = environment_tools(new_environment(cls, {"start": 1}))
     assert run_call(ToolCall("add", {"amount": 5}), second).text == "6"
     with pytest.raises(ToolError, match="^environment: "):
         load_environment(f"{user_module}:word_count")

@@ -65,6 +65,13 @@ USER_MODULE = textwrap.dedent('''
         assert len(tool_calls) == len(completions) and all(isinstance(c, list) for c in tool_calls)
         log_extra("calls_seen", [len(c) for c in tool_calls])
         return [float(bool(calls) and text.strip().endswith(a)) for text, calls, a in zip(completions, tool_calls, answer)]
+
+
+    def env_calls(completions, environments, log_extra, **kwargs):
+        """TRL's `environments` keyword: each rollout's own instance, after its calls."""
+        log_extra("env_calls", [env.calls for env in environments])
+        _log(kind="reward", envs=[id(env) for env in environments])
+        return [0.0] * len(completions)
 ''')
 # the tiny model learns the calc tag in its warm start (tests/test_tools_run.py); 2 steps of 4 x 4
 ARGS = [*SMALL, "--sft-steps", "80", "--task", "big_arithmetic", "--max-steps", "1", "--max-new-tokens", "20",
@@ -107,7 +114,8 @@ def test_a_user_tool_function_is_called_as_written(tmp):
 
 
 def test_a_user_environment_gets_a_fresh_instance_per_rollout_reset_with_its_row(tmp):
-    samples, records = train(tmp, "env", "--environment", "user_tools:AdderEnv")
+    samples, records = train(tmp, "env", "--environment", "user_tools:AdderEnv", "--rewards",
+                             "correctness=1,user_tools:used_the_tool=0.5,user_tools:env_calls=0.1")
     resets = [r for r in records if r["kind"] == "reset"]
     # one reset per rollout (4 prompts x 4), with the row's columns (TRL: reset(**row))
     assert len(resets) == len(samples) == 16
@@ -121,3 +129,9 @@ def test_a_user_environment_gets_a_fresh_instance_per_rollout_reset_with_its_row
     per_env = Counter(m["env"] for m in methods)
     assert all(m["calls"] <= per_env[m["env"]] for m in methods) and max(per_env.values()) <= 2  # max-tool-calls
     assert len(calls_in(samples)) >= len(methods)
+    # the reward got each rollout's own instance, in the samples' order, after the rollout's calls
+    (scored,) = [r["envs"] for r in records if r["kind"] == "reward"]
+    assert sorted(scored) == sorted(r["env"] for r in resets)
+    per_sample = [sum(1 for t in json.loads(s) if "tool" in t) for s in samples["turns"]]
+    assert samples["extra/env_calls"].astype(int).tolist() == [per_env[e] for e in scored]
+    assert all(seen <= made for seen, made in zip(samples["extra/env_calls"], per_sample))

@@ -68,9 +68,9 @@ def environment_tools(obj) -> dict[str, Callable]:
             if not name.startswith("_") and name != "reset" and not inspect.isclass(member)}
 
 
-def new_environment(cls: type, row: dict) -> dict[str, Callable]:
-    """A fresh instance for one rollout, reset with the row's columns: its tools, bound."""
+def new_environment(cls: type, row: dict) -> object:
+    """A fresh instance for one rollout, reset with the row's columns (its tools: environment_tools)."""
     env = cls()
     if callable(getattr(env, "reset", None)):
         env.reset(**row)
-    return environment_tools(env)
+    return env

@@ -7,6 +7,8 @@ would: each token is drawn given only the tokens before it. A row that closed a 
 tool's result appended as tokens, then the next round continues it. A row ends at its EOS or when
 `max_new_tokens` (over the whole completion, tool tokens included) runs out; after
 `max_tool_calls` calls its calls are no longer run (their text stays text), so it can still answer.
+With an environment class, each row's instance travels on the rollout to the rewards (TRL's
+`environments` keyword), so a reward can read the state its rollout left.
 
 The tool's tokens are context, not policy: `Rollout.tool_mask` marks them and the loss mask
 (scoring.loss_mask) drops them, so they get no log-prob ratio, KL or loss, as in TRL and verl.
@@ -47,11 +49,12 @@ class ToolSetup:
     timeout_s: float = DEFAULT_TIMEOUT_S
     max_chars: int = DEFAULT_MAX_CHARS
 
-    def for_row(self, row: dict | None) -> dict[str, Callable]:
+    def for_row(self, row: dict | None) -> tuple[dict[str, Callable], object | None]:
+        """The tools one rollout may call, and its environment instance (None without a class)."""
         if self.environment is None:
-            return self.tools
-        columns = {k: v for k, v in (row or {}).items() if k not in NOT_COLUMNS}
-        return self.tools | new_environment(self.environment, columns)
+            return self.tools, None
+        env = new_environment(self.environment, {k: v for k, v in (row or {}).items() if k not in NOT_COLUMNS})
+        return self.tools | environment_tools(env), env
 
 
 def tags_for(tokenizer) -> tuple[TagSyntax, ...]:
@@ -105,7 +108,7 @@ def sample_with_tools(model, tokenizer, prompts: list[str], how: Sampling, devic
     tokens: list[list[int]] = [[] for _ in range(B)]
     from_tool: list[list[int]] = [[] for _ in range(B)]
     turns: list[list[dict]] = [[] for _ in range(B)]
-    toolboxes = [setup.for_row(rows[group_of(i, G)] if rows else None) for i in range(B)]
+    toolboxes, environments = zip(*[setup.for_row(rows[group_of(i, G)] if rows else None) for i in range(B)])
     calls, ended, done = [0] * B, [False] * B, [False] * B
     one = replace(how, copies=1)
     while not all(done):
@@ -145,7 +148,8 @@ def sample_with_tools(model, tokenizer, prompts: list[str], how: Sampling, devic
     return Rollout(torch.cat([prompt_ids, completion], dim=1).to(device),
                    torch.cat([prompt_mask, completion_mask], dim=1).to(device), prompt_ids.shape[1],
                    completion_mask.to(device), torch.tensor([not e for e in ended], device=device), texts,
-                   time.perf_counter() - start, tool_mask.to(device), turns)
+                   time.perf_counter() - start, tool_mask.to(device), turns,
+                   list(environments) if setup.environment is not None else None)
 
 
 def build_setup(cfg, tokenizer) -> ToolSetup | None:

@@ -32,6 +32,7 @@ class Rollout:
     # (context, not policy: no loss), and each row's turns as the run directory records them
     tool_mask: torch.Tensor | None = None  # (B, T)
     turns: list[list[dict]] | None = None
+    environments: list | None = None  # each row's environment instance, for the rewards (TRL's keyword)
 
     @property
     def completion_ids(self) -> torch.Tensor:
@@ -47,7 +48,8 @@ class Rollout:
                        self.completion_mask[index], self.truncated[index],
                        [self.completions[i] for i in index.tolist()], self.generation_s,
                        None if self.tool_mask is None else self.tool_mask[index],
-                       None if self.turns is None else [self.turns[i] for i in index.tolist()])
+                       None if self.turns is None else [self.turns[i] for i in index.tolist()],
+                       None if self.environments is None else [self.environments[i] for i in index.tolist()])
 
     def trimmed(self) -> "Rollout":
         """Without the columns no row uses: left padding before the longest prompt, completion
@@ -59,7 +61,7 @@ class Rollout:
         return Rollout(self.input_ids[:, start:self.prompt_len + width],
                        self.attention_mask[:, start:self.prompt_len + width], self.prompt_len - start,
                        self.completion_mask[:, :width], self.truncated, self.completions, self.generation_s,
-                       None if self.tool_mask is None else self.tool_mask[:, :width], self.turns)
+                       None if self.tool_mask is None else self.tool_mask[:, :width], self.turns, self.environments)
 
 
 def sample(model, tokenizer, prompts: list[str], how: Sampling, device: torch.device) -> Rollout:

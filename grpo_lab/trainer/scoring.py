@@ -51,8 +51,8 @@ def make_trainer_state(cfg, n_rows: int, step: int, writer: bool = True):
 
 
 def reward_inputs(rows: list[dict], completions: list[str], per_prompt: int, *,
-                  turns: list[list[dict]] | None = None, tools: multiturn.ToolSetup | None = None
-                  ) -> tuple[list, list, dict]:
+                  turns: list[list[dict]] | None = None, tools: multiturn.ToolSetup | None = None,
+                  environments: list | None = None) -> tuple[list, list, dict]:
     """(prompts, completions, columns) as TRL passes them: the prompt as the dataset gives it, a
     conversational prompt's completion as [{"role": "assistant", "content": text}], every column.
 
@@ -60,7 +60,8 @@ def reward_inputs(rows: list[dict], completions: list[str], per_prompt: int, *,
     completion is the whole conversation as TRL's tool loop builds it (assistant messages with
     `tool_calls`, `tool` messages with the results; conversation.py), a plain-text prompt's stays
     the text the model and the tools wrote; and the keyword `tool_calls` (ours; TRL has none)
-    lists each completion's calls. grpo_lab/rewards/README.md says what each reward reads."""
+    lists each completion's calls; with an environment class, the keyword `environments` (TRL's)
+    holds each completion's instance. grpo_lab/rewards/README.md says what each reward reads."""
     of_row = [rows[group_of(i, per_prompt)] for i in range(len(completions))]
     prompts = [row.get("source_prompt", row["prompt"]) for row in of_row]
     first = conversation.first_parameters(tools.tools, tools.environment) if tools is not None else {}
@@ -72,17 +73,21 @@ def reward_inputs(rows: list[dict], completions: list[str], per_prompt: int, *,
     columns = {key: [row.get(key) for row in of_row] for key in keys}
     if turns is not None:  # a dataset column of this name is shadowed in a run with tools
         columns["tool_calls"] = [conversation.calls(t, first) for t in turns]
+    if environments is not None:
+        columns["environments"] = environments
     return prompts, shaped, columns
 
 
 def score_completions(c: Components, rows: list[dict], completions: list[str], per_prompt: int, log_prefix: str = "",
                       fns: dict | None = None, *, completion_ids: list[list[int]] | None = None,
-                      step: int = 0, turns: list[list[dict]] | None = None) -> "rewards.Scores":
+                      step: int = 0, turns: list[list[dict]] | None = None,
+                      environments: list | None = None) -> "rewards.Scores":
     """Score completions that answer each row `per_prompt` times in turn, with `fns` (default: the
     run's rewards), called as TRL calls them (with `turns`: as reward_inputs shapes a tool rollout);
     a reward's failure is logged, never raised, and its first message kept in `c.reward_notes`."""
     tools = multiturn.setup_for(c) if turns is not None else None
-    prompts, shaped, columns = reward_inputs(rows, completions, per_prompt, turns=turns, tools=tools)
+    prompts, shaped, columns = reward_inputs(rows, completions, per_prompt, turns=turns, tools=tools,
+                                             environments=environments)
     scores = rewards.score_all(c.reward_fns if fns is None else fns, prompts, shaped, columns,
                                completion_ids=completion_ids, trainer_state=trainer_state(c, step))
     for message in scores.messages:
@@ -103,7 +108,8 @@ def score_rollout(c: Components, rows: list[dict], rollout: Rollout, step: int =
     A tool rollout's rewards see its turns (reward_inputs)."""
     with reward_context.scoring(reward_context.of_step(c, rows, step)):  # where each completion sits (`human`)
         scores = score_completions(c, rows, rollout.completions, c.cfg.group_size,
-                                   completion_ids=completion_id_lists(rollout), step=step, turns=rollout.turns)
+                                   completion_ids=completion_id_lists(rollout), step=step, turns=rollout.turns,
+                                   environments=rollout.environments)
     totals = torch.tensor([math.nan if t is None else float(t) for t in scores.total], dtype=torch.float32)
     return scores, totals
 
