@@ -28,6 +28,7 @@ from grpo_lab import sweep  # noqa: E402
 from grpo_lab.dashboard.launching import launcher  # noqa: E402
 from grpo_lab.rundir import variants  # noqa: E402
 from grpo_lab.rundir.query import query  # noqa: E402
+from grpo_lab.rundir.status import ACTIVE_STATES  # noqa: E402
 
 # the per-run metrics a bench reports (variants.per_run's names); steps to threshold is left out:
 # on the demo every seed reaches 0.5 within a few steps, so it tells the variants apart by noise
@@ -67,8 +68,9 @@ def launch_and_wait(runs: list[sweep.PlannedRun], runs_dir: Path, max_runs: int,
     if retrain_unfinished:
         todo = [r for r in runs if sweep.run_state(runs_dir, r.name)[0] != "finished"]
         for r in todo:
-            if sweep.run_state(runs_dir, r.name)[0] in ("running", "launching", "queued"):
-                sys.exit(f"error: {r.name} is still {sweep.run_state(runs_dir, r.name)[0]}; wait for it to end")
+            state = sweep.run_state(runs_dir, r.name)[0]
+            if state in (*ACTIVE_STATES, "launching", "queued"):
+                sys.exit(f"error: {r.name} is still {state}; wait for it to end")
             shutil.rmtree(runs_dir / r.name, ignore_errors=True)
             launcher.dismiss(runs_dir, r.name)
         print(f"{len(runs) - len(todo)} finished runs kept, {len(todo)} to train", file=sys.stderr)

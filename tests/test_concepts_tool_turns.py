@@ -71,3 +71,17 @@ def test_a_run_without_tools_says_so(runs, tmp_path):
                      "--reward-weights", "correct=1"]) == 0
     at = open_page("grpo_objective", "plain-run", tools_source="run")
     assert any(texts("en")["obj.tools.no_turns"][:40] in i.value for i in at.info)
+
+
+def test_turn_credit_reads_a_foreign_tables_odd_rows():
+    """A samples table written elsewhere: arguments as a bare string, a row without a sample index."""
+    import json
+
+    import pandas as pd
+
+    from grpo_lab.dashboard.concepts.tool_turns import turn_credit
+
+    rows = pd.DataFrame({"sample_idx": [0, float("nan")], "advantage": [0.5, 1.0], "reward": [1.0, 1.0],
+                         "turns": [json.dumps([{"model": "x", "tool": "calculator", "arguments": "1+2",
+                                                "result": "3"}]), "[]"]})
+    assert turn_credit(rows)["text"].tolist() == ["x", "calculator(1+2) → 3"]

@@ -16,6 +16,23 @@ def test_the_built_in_model_keeps_its_tuned_values():
     assert cfg.sources["lr"] == "model default (built-in)" and cfg.sources["beta"] == "default"
 
 
+def test_a_built_in_task_with_defaults_of_its_own_says_so():
+    from grpo_lab.trainer.config import TASK_DEFAULTS
+
+    cfg = load_config(["--task", "big_arithmetic", "--max-new-tokens", "12"])
+    own = TASK_DEFAULTS[("builtin", "big_arithmetic")]
+    assert (cfg.lr, cfg.sft_steps, cfg.max_new_tokens) == (own["lr"], own["sft_steps"], 12)
+    assert cfg.sources["lr"] == "task default (big_arithmetic)" and cfg.sources["max_new_tokens"] == "command line"
+    assert cfg.reward_params["correctness"] == own["reward_params"]["correctness"]
+
+
+def test_reward_params_that_are_not_mappings_get_one_line():
+    from grpo_lab.trainer.config import ConfigError, from_dict
+
+    with pytest.raises(ConfigError, match=r"^reward_params: correctness: a mapping of parameter names to values, got int$"):
+        from_dict({"task": "big_arithmetic", "reward_params": {"correctness": 5}})
+
+
 @pytest.mark.parametrize("model", ["smollm2", "HuggingFaceTB/SmolLM2-135M-Instruct", "/models/my-llama"])
 def test_a_pretrained_model_gets_values_that_train_it_safely(model):
     cfg = load_config(["--model", model])

@@ -190,6 +190,25 @@ def test_a_trash_folder_that_is_a_symlink_is_refused(runs, tmp_path):
     assert (runs / "done").is_dir() and housekeeping.trashed(runs) == [] and housekeeping.empty_trash(runs) == 0
 
 
+def test_a_lock_file_that_is_a_symlink_is_never_truncated(runs, tmp_path):
+    """A run folder from elsewhere whose .lock points at a file of the user's: Delete and Archive
+    refuse it with one line, and the file keeps its bytes."""
+    precious = tmp_path / "bashrc"
+    precious.write_text("export KEEP=1\n")
+    (runs / "done" / ".lock").symlink_to(precious)
+    for move in (housekeeping.trash, housekeeping.archive):
+        with pytest.raises(HousekeepingError, match=r"^done: cannot take its lock"):
+            move(runs, "done")
+    assert precious.read_text() == "export KEEP=1\n" and (runs / "done").is_dir()
+
+
+def test_a_run_that_is_a_symlink_is_refused_not_lost_in_the_trash(runs):
+    (runs / "alias").symlink_to(runs / "done")
+    with pytest.raises(HousekeepingError, match=r"^alias is a symlink"):
+        housekeeping.trash(runs, "alias")
+    assert (runs / "alias").is_symlink() and housekeeping.held(runs, "trash") == []
+
+
 # --- the page (AppTest) -----------------------------------------------------------------------
 
 

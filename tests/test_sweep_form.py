@@ -98,3 +98,21 @@ def test_sweep_progress_counts_each_variants_seeds(runs):
     rows = {(r.sweep, r.variant): (r.queued, r.running, r.finished, r.failed, r.steps) for r in table.itertuples()}
     assert rows == {("s", "beta=0"): (0, 0, 1, 0, "3 / 3"), ("s", "beta=0.04"): (0, 0, 0, 1, "1 / 3"),
                     ("s2", "beta=0"): (1, 0, 0, 0, "0 / ?"), ("s2", "beta=0.04"): (1, 0, 0, 0, "0 / ?")}
+
+
+def test_picking_a_task_shows_and_sends_its_own_defaults(app, runs):
+    """big_arithmetic has defaults of its own for the built-in model (TASK_DEFAULTS); the form
+    shows them once the task is picked, and the queued run gets them, not the demo's."""
+    from grpo_lab.trainer.config import TASK_DEFAULTS
+
+    own = TASK_DEFAULTS[("builtin", "big_arithmetic")]
+    at = app("runs")
+    at.text_input(key="launch_0_task").set_value("big_arithmetic").run()
+    assert at.number_input(key="launch_0_builtin_big_arithmetic_lr").value == own["lr"]
+    at.text_input(key="launch_0_name").set_value("big")
+    _submit(at, "en")
+    argv = json.loads((runs / ".launcher" / "big.json").read_text())["argv"]
+    flags = dict(zip(argv[::2], argv[1::2]))
+    assert flags["--task"] == "big_arithmetic"
+    assert (float(flags["--lr"]), int(flags["--sft-steps"]), int(flags["--max-new-tokens"])) == (
+        own["lr"], own["sft_steps"], own["max_new_tokens"])

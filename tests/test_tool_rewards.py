@@ -149,3 +149,49 @@ def test_the_dry_run_passes_tool_calls_in_a_run_with_tools():
     assert dry_run(with_tools, {"calls_made": (calls_made, 1.0)}, task) == []
     with pytest.raises(ConfigError, match="tool_calls"):
         dry_run(load_config([]), {"calls_made": (calls_made, 1.0)}, task)
+
+
+def test_the_dry_run_passes_environments_and_names_a_reset_that_fails(tmp_path, monkeypatch):
+    """TRL's `environments` keyword: a reward that takes it is accepted before the model loads in a
+    run with an environment class (one instance per row, reset with it), and an environment whose
+    reset raises on the task's rows is refused in one line naming the option."""
+    import textwrap
+
+    import pytest
+
+    from grpo_lab.trainer.config import ConfigError
+    from grpo_lab.trainer.setup import dry_run
+    from grpo_lab.trainer.tasks import Task
+
+    (tmp_path / "dry_env.py").write_text(textwrap.dedent('''
+        class Env:
+            def reset(self, **row):
+                self.answer = row["answer"]
+
+            def check(self, guess: str) -> str:
+                """Say whether a guess is right.
+
+                Args:
+                    guess: the number.
+                """
+                return str(guess == self.answer)
+
+        class Broken(Env):
+            def reset(self, **row):
+                raise KeyError("level")
+    '''))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    seen = []
+
+    def by_env(completions, environments, **kwargs):
+        seen.extend(env.answer for env in environments)
+        return [0.0] * len(completions)
+
+    task = Task("t", [{"prompt_id": "1", "prompt": "1+2=", "answer": "3"}, {"prompt_id": "2", "prompt": "2+2=",
+                                                                          "answer": "4"}])
+    cfg = load_config(["--environment", "dry_env:Env", "--task", "big_arithmetic", "--max-new-tokens", "20"])
+    assert dry_run(cfg, {"by_env": (by_env, 1.0)}, task) == []
+    assert seen == ["3", "4"]
+    broken = load_config(["--environment", "dry_env:Broken", "--task", "big_arithmetic", "--max-new-tokens", "20"])
+    with pytest.raises(ConfigError, match=r"^environment: dry_env:Broken: reset\(\*\*row\) raised KeyError"):
+        dry_run(broken, {"by_env": (by_env, 1.0)}, task)

@@ -23,6 +23,7 @@ def run_dir(tmp_path_factory):
     result = run_trainer(runs, "tools", *SMALL, "--sft-steps", "120", "--task", "big_arithmetic",
                          "--tools", "calculator",
                          "--max-steps", "2", "--max-new-tokens", "20", "--max-tool-calls", "2",
+                         "--eval-fraction", "0.05", "--eval-every", "1", "--eval-prompts", "6",
                          "--sft-steps", "80")  # (20 warm-start steps do not teach the calc tag; 80 do)
     assert result.returncode == 0, result.stderr[-2000:]
     return runs / "tools"
@@ -31,8 +32,10 @@ def run_dir(tmp_path_factory):
 def test_scalars_are_the_registered_ones_with_tools(run_dir):
     scalars = read_table(run_dir, "scalars")
     written = {c for c in scalars.columns if c not in ("step", "time", "wall_s")}
-    assert written == metrics.names("grpo", ["correctness"], tools=True)
+    assert written == metrics.names("grpo", ["correctness"], tools=True, evaluated=True)
     assert scalars[sorted(written)].notna().all().all()
+    # the held-out prompts are answered with the tools too (greedy, multi-turn)
+    assert (scalars["eval/tools/calls_per_rollout"] >= 0).all() and (scalars["eval/prompts"] == 6).all()
     assert (scalars["tools/calls_per_rollout"] >= 0).all() and scalars["tools/error_frac"].between(0, 1).all()
 
 

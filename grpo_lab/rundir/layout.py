@@ -129,7 +129,12 @@ class RunLock:
 
     def acquire(self) -> bool:
         """True when this process now holds the lock; False when another one does."""
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        # a run folder may come from someone else: a .lock that is a symlink (to a file of the user's)
+        # or a FIFO is refused, never truncated or waited on
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise OSError(errno.EINVAL, f"{self.path} is not a regular file")
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

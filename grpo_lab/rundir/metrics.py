@@ -149,6 +149,11 @@ TABLES: dict[str, Table] = {
         Metric(('eval/time_s',),
                's', "the evaluation's wall time (not included in `time/step_s`)"),
     )),
+    'eval_tools': Table('steps with a held-out evaluation in runs with tools', algos=("grpo", "ppo"), processes=1,
+                        eval=True, tools=True, rows=(
+        Metric(('eval/tools/calls_per_rollout',),
+               'count', 'tool calls run per greedy held-out completion, mean (the evaluation samples with the run\'s tools)'),
+    )),
     'ppo': Table('every PPO run', algos=("ppo",), processes=1, eval=False, rows=(
         Metric(('value/loss',),
                'reward²', 'clipped value loss `0.5 * max((V - R)^2, (V_old + clip(V - V_old, ±value_clip) - R)^2)`, mean over tokens, mean over updates'),

@@ -300,6 +300,10 @@ class Config:
             if given is None:
                 setattr(self, name, value)
             elif isinstance(value, dict):  # reward_params: the task's values per reward, under the given ones
+                for reward, params in given.items():
+                    if not isinstance(params, dict):
+                        raise ConfigError(f"{name}: {reward}: a mapping of parameter names to values, "
+                                          f"got {type(params).__name__}")
                 setattr(self, name, {k: value.get(k, {}) | given.get(k, {}) for k in value | given})
 
     @property
@@ -451,8 +455,10 @@ def from_dict(values: dict[str, Any], sources: dict[str, str] | None = None, wor
     cfg = Config(**kwargs)
     given = {k: (sources or {}).get(k, "command line") for k, v in kwargs.items() if v is not None}
     model_default = f"model default ({'built-in' if cfg.model_kind == 'builtin' else 'pretrained'})"
+    by_task = TASK_DEFAULTS.get((cfg.model_kind, cfg.task), {})
     filled = {name for name in MODEL_DEFAULTS[cfg.model_kind] if kwargs.get(name) is None}  # __post_init__ filled them
-    cfg.sources = {f.name: given.get(f.name, model_default if f.name in filled else "default")
+    cfg.sources = {f.name: given.get(f.name, f"task default ({cfg.task})" if f.name in by_task else
+                                     model_default if f.name in filled else "default")
                    for f in dataclasses.fields(Config)}
     if not cfg.runs_dir:
         cfg.runs_dir = default_runs_dir()

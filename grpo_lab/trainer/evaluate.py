@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from grpo_lab import rewards
+from grpo_lab.trainer import multiturn
 from grpo_lab.trainer.decode import Sampling
 from grpo_lab.trainer.rollout import sample
 from grpo_lab.trainer.scoring import completion_id_lists, score_completions
@@ -52,20 +53,27 @@ def evaluate(c: Components) -> dict[str, float]:
     start = time.perf_counter()
     rows = eval_rows(c.eval_task, cfg.eval_prompts)
     chunk = cfg.prompts_per_step * cfg.group_size  # never a larger generation batch than training uses
-    completions, ids, lengths, truncated = [], [], [], []
+    tools = multiturn.setup_for(c)  # a run with tools is evaluated with them, as it samples in training
+    completions, ids, lengths, truncated, turns, environments = [], [], [], [], [], []
     for i in range(0, len(rows), chunk):
         part = rows[i:i + chunk]
         how = Sampling(copies=1, max_new_tokens=cfg.max_new_tokens, greedy=True, synced=c.dist.sharded)
-        out = sample(c.policy, c.tokenizer, [r["prompt"] for r in part], how, c.device)
+        prompts = [r["prompt"] for r in part]
+        out = (sample(c.policy, c.tokenizer, prompts, how, c.device) if tools is None else
+               multiturn.sample_with_tools(c.policy, c.tokenizer, prompts, how, c.device, tools, part))
         completions += out.completions
         ids += completion_id_lists(out)
         lengths += out.lengths.tolist()
         truncated += out.truncated.tolist()
-    scores = score_completions(c, rows, completions, 1, "eval: ", completion_ids=ids, step=c.step)
+        turns += out.turns or []
+        environments += out.environments or []
+    scores = score_completions(c, rows, completions, 1, "eval: ", completion_ids=ids, step=c.step,
+                               turns=turns if tools else None, environments=environments or None)
     accuracy = scores.per_reward.get(ACCURACY_REWARD)
     if accuracy is None and "answer" in rows[0]:  # not trained on it: still the answer check
         accuracy = score_completions(c, rows, completions, 1, "eval: ", {ACCURACY_REWARD: (_accuracy_reward(), 1.0)},
-                                     completion_ids=ids, step=c.step).per_reward[ACCURACY_REWARD]
+                                     completion_ids=ids, step=c.step,
+                                     turns=turns if tools else None).per_reward[ACCURACY_REWARD]
     metrics = {
         "eval/reward_mean": _mean(scores.total),
         "eval/accuracy": _mean(accuracy) if accuracy is not None else math.nan,
@@ -75,6 +83,8 @@ def evaluate(c: Components) -> dict[str, float]:
         "eval/prompts": float(len(rows)),
         "eval/time_s": time.perf_counter() - start,
     }
+    if tools is not None:
+        metrics["eval/tools/calls_per_rollout"] = sum(sum("tool" in turn for turn in t) for t in turns) / len(turns)
     c.log.info("eval: %d prompts, reward %.3f, accuracy %.3f", len(rows), metrics["eval/reward_mean"],
                metrics["eval/accuracy"])
     return metrics

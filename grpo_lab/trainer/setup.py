@@ -15,6 +15,7 @@ from grpo_lab.rundir.layout import RunLock
 from grpo_lab.rundir.writer import RunWriter
 from grpo_lab.trainer.config import BUILTIN_TASKS, Config, ConfigError
 from grpo_lab.trainer.data import is_data_file, load_task_rows
+from grpo_lab.trainer import multiturn
 from grpo_lab.trainer.distributed import Dist
 from grpo_lab.trainer.models import unwrap
 from grpo_lab.trainer.scoring import make_trainer_state, reward_inputs
@@ -85,7 +86,8 @@ def dry_run(cfg: Config, reward_fns: dict[str, tuple[Callable, float]], task: Ta
     failure is returned as a warning line: the reward may only dislike the dummy completion."""
     rows = task.rows[:DRY_RUN_ROWS]
     turns = [[{"model": "0"}] for _ in rows] if (cfg.tools or cfg.environment) else None  # tools: tool_calls too
-    prompts, completions, columns = reward_inputs(rows, ["0"] * len(rows), 1, turns=turns)
+    prompts, completions, columns = reward_inputs(rows, ["0"] * len(rows), 1, turns=turns,
+                                                  environments=dry_run_environments(cfg, rows))
     columns = {k: v for k, v in columns.items() if k not in rewards.CALL_ARGS}
     warnings = []
     for name, (fn, _weight) in reward_fns.items():
@@ -106,6 +108,20 @@ def dry_run(cfg: Config, reward_fns: dict[str, tuple[Callable, float]], task: Ta
             text = " ".join(str(exc).split())[:300]
             warnings.append(f"reward {name!r} raised {type(exc).__name__} on a dry run with a dummy completion: {text}")
     return warnings
+
+
+def dry_run_environments(cfg: Config, rows: list[dict]) -> list | None:
+    """With --environment, an instance per row, reset with it as the rollouts' are (TRL's
+    `environments` keyword); a reset that raises on the task's own rows is a ConfigError."""
+    setup = multiturn.build_setup(cfg, None)
+    if setup is None or setup.environment is None:
+        return None
+    try:
+        return [setup.for_row(row)[1] for row in rows]
+    except Exception as exc:  # noqa: BLE001 - the user's class: whatever it raises, said in one line
+        text = " ".join(str(exc).split())[:200]
+        raise ConfigError(f"environment: {cfg.environment}: reset(**row) raised {type(exc).__name__} on the "
+                          f"task's first row: {text}") from None
 
 
 def build_tasks(cfg: Config) -> tuple[Task, Task | None]:

@@ -102,6 +102,8 @@ def turn_credit(members: pd.DataFrame) -> pd.DataFrame:
             turns = json.loads(r["turns"])
         except (TypeError, ValueError):
             continue
+        if pd.isna(r["sample_idx"]):  # a foreign table's row without an index: nothing to point at
+            continue
         A = None if pd.isna(r["advantage"]) else float(r["advantage"])
         for k, turn in enumerate(turns if isinstance(turns, list) else [], start=1):
             if not isinstance(turn, dict):
@@ -110,6 +112,7 @@ def turn_credit(members: pd.DataFrame) -> pd.DataFrame:
             out.append({**base, "source": "model", "text": str(turn.get("model", "")), "A": A})
             if "tool" in turn:
                 args = turn.get("arguments") or {}
+                args = args if isinstance(args, dict) else {"": args}  # a table written elsewhere
                 shown = args[""] if set(args) == {""} else ", ".join(f"{a}={json.dumps(v)}" for a, v in args.items())
                 result = f"error: {turn['error']}" if turn.get("error") else str(turn.get("result", ""))
                 out.append({**base, "source": "tool", "text": f"{turn['tool']}({shown}) → {result}", "A": None})

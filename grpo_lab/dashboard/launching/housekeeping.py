@@ -78,6 +78,8 @@ def _move_run(runs_dir: Path, name: str, dst_root: Path, dst_name: str, verb: st
     """Move run `name` (checked idle, locked while it moves) to dst_root/dst_name, with its launch files."""
     runs_dir = Path(runs_dir)
     path = run_path(runs_dir, name)
+    if path.is_symlink():  # moved, the link would sit in the trash unseen (trashed() skips links)
+        raise HousekeepingError(f"{name} is a symlink to another folder: remove the link itself instead")
     if not path.is_dir():
         raise HousekeepingError(f"{name}: no such run in {runs_dir}")
     _refuse_if_busy(runs_dir, name, verb)
@@ -85,14 +87,13 @@ def _move_run(runs_dir: Path, name: str, dst_root: Path, dst_name: str, verb: st
     if target.exists():
         raise HousekeepingError(f"{name}: {target} exists already; restore or remove it first")
     lock = RunLock(path)
-    if not path.is_symlink():
-        try:
-            held = lock.acquire()
-        except OSError as exc:
-            raise HousekeepingError(f"{name}: cannot take its lock ({exc.strerror}); nothing was moved") from None
-        if not held:
-            raise HousekeepingError(f"{name} is running (its trainer holds the run's lock): stop it first, "
-                                    f"then it can be {verb}")
+    try:
+        held = lock.acquire()
+    except OSError as exc:
+        raise HousekeepingError(f"{name}: cannot take its lock ({exc.strerror}); nothing was moved") from None
+    if not held:
+        raise HousekeepingError(f"{name} is running (its trainer holds the run's lock): stop it first, "
+                                f"then it can be {verb}")
     try:
         os.rename(path, target)  # same file system: one step, never half a run in each place
     finally:

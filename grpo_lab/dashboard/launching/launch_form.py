@@ -12,7 +12,7 @@ from grpo_lab.dashboard.i18n import t
 
 # The form's main options, then those under "More options". Each option's label and help text are
 # option.<name>.label and option.<name>.help in dashboard/locales/ (English help: grpo_lab/trainer/config.py's).
-MAIN = ["algo", "task", "rewards", "group_size", "epsilon", "beta", "lr", "max_steps", "passes", "seed", "name"]
+MAIN = ["algo", "rewards", "group_size", "epsilon", "beta", "lr", "max_steps", "passes", "seed", "name"]
 MORE = ["prompts_per_step", "sft_steps", "max_new_tokens", "temperature", "std_mode", "loss_aggregation",
         "epsilon_high", "eval_fraction", "eval_every"]
 
@@ -89,21 +89,25 @@ def form(runs_dir: Path) -> None:
     if missing := presets.missing_requirement(preset):
         st.warning(missing)
     number = list(choices).index(label)
-    # The model is chosen outside the form: its options' defaults (learning rate, warm start,
-    # completion length) follow it, and a form only reports its widgets when submitted.
+    # The model and the task are chosen outside the form: the defaults of some options (learning
+    # rate, warm start, completion length) follow them, and a form only reports its widgets when submitted.
     model = st.text_input(t("option.model.label"), str(preset.get("model", "tiny")), key=f"launch_{number}_model",
                           help=t("option.model.help")).strip() or "tiny"
-    fields = launcher.config_fields(model)
+    task_field = launcher.config_fields(model)["task"]
+    task = _widget("task", {**task_field, "default": preset.get("task", task_field["default"])}, number, "")
+    fields = launcher.config_fields(model, task)
     specs = {k: {**v, "default": _as_type(preset.get(k, v["default"]), v["default"])} for k, v in fields.items()}
     kind = "builtin" if model == "tiny" else "pretrained"
+    if fields != launcher.config_fields(model):
+        kind += f"_{task}"  # widgets of their own: switching the task shows its defaults
     changed = [k for k, v in fields.items() if v["by_model"] and k not in preset]
     if changed:
-        st.caption(t("launch.defaults_builtin" if kind == "builtin" else "launch.defaults_pretrained",
+        st.caption(t("launch.defaults_builtin" if kind.startswith("builtin") else "launch.defaults_pretrained",
                      options=", ".join(changed)))
     base = "demo" if not preset else str(preset.get("model", "run"))
     specs["name"]["default"] = launcher.free_name(runs_dir, base)
     with st.form("launch", border=False):
-        values: dict[str, Any] = {"model": model}
+        values: dict[str, Any] = {"model": model, "task": task}
         cols = st.columns(4)
         for i, name in enumerate(MAIN):
             with cols[i % 4]:
