@@ -7,6 +7,8 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from grpo_lab.dashboard import i18n
+
 from app_helpers import APP, charts, texts
 from variants_helpers import write_run, write_sweep
 
@@ -58,10 +60,24 @@ def test_sweep_page_shows_both_variants_with_bands_and_the_verdict(runs, monkeyp
 
 def test_single_seeds_and_another_x_axis(runs, monkeypatch):
     monkeypatch.setenv("GRPO_LAB_RUNS_DIR", str(runs))
-    at = sweep_page("en", var_seeds=True, var_x="tokens")
+    at = sweep_page("en", var_seeds=True, **{"var_x@en": "tokens"})
     spec = charts(at)[0].proto.spec
     assert '"seeds"' in spec and '"detail"' in spec
     assert "tokens trained" in spec
+
+
+def test_a_language_switch_keeps_the_choices_and_shows_them_translated(runs, monkeypatch):
+    """The x-axis and the difference's metric are widgets per language (i18n.per_language): a
+    browser would otherwise keep showing the English label on the Chinese page."""
+    monkeypatch.setenv("GRPO_LAB_RUNS_DIR", str(runs))
+    at = sweep_page("en", **{"var_x@en": "tokens", "var_metric@en": "best reward"})
+    at.session_state["lang"] = "zh"
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    zh = i18n.texts("zh")
+    x, metric = at.selectbox(key="var_x@zh"), at.selectbox(key="var_metric@zh")
+    assert (x.value, metric.value) == ("tokens", "best reward")
+    assert zh["variants.x_tokens"] in x.options and zh["variants.metric_best_reward"] in metric.options
 
 
 def test_an_unknown_sweep_says_so(runs, monkeypatch):

@@ -61,6 +61,22 @@ def t(key: str, **values: object) -> str:
     return text.format(**values) if values else text
 
 
+def per_language(key: str) -> str:
+    """The key of a selectbox or multiselect whose options are shown translated, one per language.
+
+    After a language switch, Streamlit's browser side keeps showing the label a kept selectbox
+    showed before (the English "final reward" on the Chinese page); a widget of its own per
+    language draws the new labels. The choice carries over from the language last used.
+    """
+    mine = f"{key}@{lang()}"
+    if mine not in st.session_state:
+        for code in LANGUAGES:
+            if f"{key}@{code}" in st.session_state:
+                st.session_state[mine] = st.session_state[f"{key}@{code}"]
+                break
+    return mine
+
+
 def language_switch() -> str:
     """A language selector in the sidebar; returns the chosen code. Call once per run, in app.py."""
     def _store() -> None:

@@ -12,7 +12,7 @@ from grpo_lab.dashboard import ui
 from grpo_lab.dashboard.launching import housekeeping, launch_form, launcher
 from grpo_lab.dashboard.reading import data
 from grpo_lab.dashboard.views import annotations_view, markup, runs_filters, runs_manage_view, sweeps_view
-from grpo_lab.dashboard.i18n import t
+from grpo_lab.dashboard.i18n import per_language, t
 from grpo_lab.rundir import annotations
 from grpo_lab.rundir.layout import SOURCES_KEY
 from grpo_lab.rundir.reader import tail
@@ -156,7 +156,7 @@ def filter_widgets(frame: pd.DataFrame) -> runs_filters.Filters:
     wide = [2, 1, 1] + [1] * bool(found["sweeps"]) + [1] * bool(found["tags"])
     cols = st.columns(wide)
     text = cols[0].text_input(t("runs.filter"), key="runs_filter", placeholder=t("runs.filter_placeholder"))
-    states = _multiselect(cols[1], t("runs.state"), list(runs_filters.STATES), "runs_states",
+    states = _multiselect(cols[1], t("runs.state"), list(runs_filters.STATES), per_language("runs_states"),
                           format_func=ui.state_label, placeholder=t("runs.state_placeholder"))
     algos = _multiselect(cols[2], t("runs.filter_algo"), found["algos"], "runs_algos",
                          placeholder=t("runs.filter_algo_placeholder"))

@@ -13,7 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from grpo_lab.dashboard import ui
-from grpo_lab.dashboard.i18n import t
+from grpo_lab.dashboard.i18n import per_language, t
 from grpo_lab.dashboard.reading import variants_data
 from grpo_lab.dashboard.views import markup
 from grpo_lab.dashboard.views.charts import AUTOSIZE, Spec, _q
@@ -61,7 +61,8 @@ def band_chart(bands: pd.DataFrame, seeds: pd.DataFrame | None, *, title: str, x
         datasets["seeds"] = seeds
     return {"datasets": datasets, "data": {"name": "bands"}, "height": height, "autosize": AUTOSIZE,
             "title": {"text": title, "subtitle": t("variants.band_help")},
-            "encoding": {"x": _q("x", x_title), "color": colour}, "layer": layers}
+            # steps read 1, 2, 3 (not 1.0 or 1.5); every x mode counts in whole units
+            "encoding": {"x": _q("x", x_title, axis={"format": ",~g", "tickMinStep": 1}), "color": colour}, "layer": layers}
 
 
 def _ci(mean: float, low: float, high: float) -> str:
@@ -99,7 +100,8 @@ def render(groups: dict[str, list[RunInfo]], heading: str) -> None:
                  states=", ".join(f"{ui.state_label(s)} {n}" for s, n in
                                   pd.Series([r.state for rs in groups.values() for r in rs]).value_counts().items())))
     c1, c2, c3 = st.columns([3, 2, 1])
-    x_mode = c2.selectbox(t("chart.x_axis"), list(variants.X_MODES), key="var_x", format_func=x_names().get) or "step"
+    x_mode = c2.selectbox(t("chart.x_axis"), list(variants.X_MODES), key=per_language("var_x"),
+                          format_func=x_names().get) or "step"
     seeds = c3.toggle(t("variants.show_seeds"), value=False, key="var_seeds")
     # everything below is cached on the runs' scalars parts (reading/variants_data.py): a rerun
     # with nothing new reads no table and computes no statistic
@@ -126,7 +128,7 @@ def render(groups: dict[str, list[RunInfo]], heading: str) -> None:
         c1, c2, c3 = st.columns(3)
         a = c1.selectbox(t("variants.baseline"), labels, index=0, key="var_a")
         b = c2.selectbox(t("variants.other"), labels, index=1, key="var_b")
-        metric = c3.selectbox(t("variants.metric"), list(variants.METRICS), key="var_metric",
+        metric = c3.selectbox(t("variants.metric"), list(variants.METRICS), key=per_language("var_metric"),
                               format_func=metric_names().get)
         if a == b:
             st.info(t("variants.same_variant"))
