@@ -50,3 +50,16 @@ def test_the_timer_passes_each_steps_tokens_and_wall_time_then_starts_over():
 def test_the_registry_holds_the_gpu_columns_only_for_cuda_runs():
     assert {"perf/mfu", "perf/gpu_memory_gb"} <= metrics.names("grpo", ["correctness"], cuda=True)
     assert not {"perf/mfu", "perf/gpu_memory_gb"} & metrics.names("grpo", ["correctness"])
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the refusal is what a machine without CUDA gets")
+def test_the_gpu_check_refuses_at_once_without_cuda():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    result = subprocess.run(["bash", str(root / "bench" / "gpu_check.sh")], capture_output=True, text=True,
+                            timeout=120, env={"PATH": "/usr/bin:/bin", "PYTHON": sys.executable})
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and "no CUDA device" in result.stderr
