@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -54,12 +57,8 @@ def test_the_registry_holds_the_gpu_columns_only_for_cuda_runs():
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the refusal is what a machine without CUDA gets")
 def test_the_gpu_check_refuses_at_once_without_cuda():
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[1]
-    result = subprocess.run(["bash", str(root / "bench" / "gpu_check.sh")], capture_output=True, text=True,
+    script = Path(__file__).resolve().parents[1] / "bench" / "gpu_check.sh"
+    result = subprocess.run(["bash", str(script)], capture_output=True, text=True,
                             timeout=120, env={"PATH": "/usr/bin:/bin", "PYTHON": sys.executable})
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.count("\n") == 1 and "no CUDA device" in result.stderr

@@ -16,6 +16,7 @@ from collections import Counter
 
 import pytest
 
+from grpo_lab.trainer.setup import DRY_RUN_ROWS
 from trainer_helpers import ROOT, SMALL, read_table, trainer_cmd
 
 USER_MODULE = textwrap.dedent('''
@@ -116,11 +117,10 @@ def test_a_user_tool_function_is_called_as_written(tmp):
 def test_a_user_environment_gets_a_fresh_instance_per_rollout_reset_with_its_row(tmp):
     samples, records = train(tmp, "env", "--environment", "user_tools:AdderEnv", "--rewards",
                              "correctness=1,user_tools:used_the_tool=0.5,user_tools:env_calls=0.1")
-    # the dry run before the model loads: an instance per first row (2), reset, handed to the reward
-    first_reward = next(i for i, r in enumerate(records) if r["kind"] == "reward")
-    dry, records = records[:first_reward + 1], records[first_reward + 1:]
-    assert [r["kind"] for r in dry] == ["reset", "reset", "reward"]
-    assert dry[-1]["envs"] == [r["env"] for r in dry[:2]]
+    # the dry run before the model loads: an instance per first row, reset, handed to the reward
+    dry, records = records[:DRY_RUN_ROWS + 1], records[DRY_RUN_ROWS + 1:]
+    assert [r["kind"] for r in dry] == ["reset"] * DRY_RUN_ROWS + ["reward"]
+    assert dry[-1]["envs"] == [r["env"] for r in dry[:-1]]
     resets = [r for r in records if r["kind"] == "reset"]
     # one reset per rollout (4 prompts x 4), with the row's columns (TRL: reset(**row))
     assert len(resets) == len(samples) == 16
