@@ -5,6 +5,7 @@ from __future__ import annotations
 import doctest
 import json
 import math
+import os
 import signal
 import time
 
@@ -48,6 +49,32 @@ def test_scores_from_ratings_of_this_text_only(tmp_path):
         got = fn(prompts=["a=", "a="], completions=["new", "y"])  # sample 0 came out differently this time
     assert got == [None, 0.5]
     assert labels.waiting(tmp_path) is None  # the reward clears its waiting record
+
+
+def test_ratings_given_just_before_a_stop_are_used(tmp_path, monkeypatch):
+    """The race CI met: the trainer reads (nothing rated), ratings land, then the stop arrives; the
+    step must still train on those ratings, so a stop is followed by one more read."""
+    where = context.StepSamples(run_dir=tmp_path, step=1, group_size=2, prompt_ids=["a"], prompts=["a="])
+    real_read, reads = labels.read, []
+
+    def read_then_rate_then_stop(run_dir, *a, **kw):
+        df = real_read(run_dir, *a, **kw)
+        if not reads:
+            for i, score in enumerate([1, 0]):
+                labels.add(tmp_path, step=1, group=0, sample=i, score=score, labeler="ann")
+            os.kill(os.getpid(), signal.SIGTERM)
+        reads.append(len(df))
+        return df
+
+    monkeypatch.setattr(labels, "read", read_then_rate_then_stop)
+    stops: list[int] = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: stops.append(signum))
+    try:
+        scores, waited = human.wait_for_ratings(where, ["x", "y"], min_groups=1, wait_s=600, poll_s=0.01)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert stops == [signal.SIGTERM]  # the trainer's own handler still ran
+    assert scores == [1.0, 0.0] and reads == [0, 2] and waited < 60
 
 
 def test_live_run_trains_on_the_ratings_given_while_it_waits(tmp_path):

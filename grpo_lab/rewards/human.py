@@ -78,9 +78,11 @@ def wait_for_ratings(where: context.StepSamples, texts: list[str], *, min_groups
     try:
         with _stop_ends_wait() as stopped:
             while True:
+                # the stop is noted before the read, so the last read sees every rating given before it
+                stop = bool(stopped)
                 scores = _scores(labels.read(where.run_dir), where, shas, labeler)
                 full = sum(all(scores[g * G + j] is not None for j in range(G)) for g in range(n_groups))
-                if full >= need or time.monotonic() - start >= wait_s or stopped:
+                if full >= need or time.monotonic() - start >= wait_s or stop:
                     return scores, time.monotonic() - start
                 time.sleep(poll_s)
     finally:
