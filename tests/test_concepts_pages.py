@@ -152,7 +152,7 @@ def group_page_on_run(name):
     at = page("group_advantage")
     at.radio(key="group_source").set_value("run")
     rerun(at)
-    at.selectbox(key="group_run").set_value(name)
+    at.selectbox(key="group_run@en").set_value(name)
     rerun(at)
     return at
 
@@ -265,7 +265,7 @@ def test_clip_loaded_from_a_run_shows_the_logged_token(with_runs):
     at = page("ratio_clip")
     at.radio(key="clip_source").set_value("run")
     rerun(at)
-    at.selectbox(key="clip_run").set_value("grpo-fx")
+    at.selectbox(key="clip_run@en").set_value("grpo-fx")
     rerun(at)
     step = at.select_slider(key="clip_step").value
     box = at.selectbox(key="clip_token")

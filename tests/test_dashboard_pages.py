@@ -104,7 +104,7 @@ def test_first_visit_with_no_runs_offers_the_demo_in_one_click(tmp_path, monkeyp
     monkeypatch.setenv("GRPO_LAB_RUNS_DIR", str(tmp_path))
     monkeypatch.setattr(launcher, "launch", lambda values, runs_dir, processes=1: started.append((values, runs_dir)) or ("demo", 1))
     at = AppTest.from_file(APP, default_timeout=60).run()
-    assert at.selectbox(key="launch_preset").value == "Built-in demo: tiny model, single-digit addition (about a minute on a CPU)"
+    assert at.selectbox(key="launch_preset@en").value == "Built-in demo: tiny model, single-digit addition (about a minute on a CPU)"
     at.button(key="launch_demo").click().run()
     assert started == [({"name": "demo"}, tmp_path.resolve())]
 
@@ -130,7 +130,7 @@ def test_a_preset_fills_the_form_and_its_hidden_options_still_apply(app, monkeyp
     monkeypatch.setattr(launcher, "launch", lambda values, runs_dir, processes=1: started.append(values) or ("x", 1))
     at = app("runs")
     label = next(name for name in presets.presets() if name.startswith("SmolLM2"))
-    at.selectbox(key="launch_preset").set_value(label).run()
+    at.selectbox(key="launch_preset@en").set_value(label).run()
     assert at.text_input(key="launch_1_model").value == "smollm2"
     assert at.number_input(key="launch_1_pretrained_lr").value == pytest.approx(2e-5)
     assert at.text_input(key="launch_1_name").value == "smollm2"

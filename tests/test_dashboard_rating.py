@@ -87,7 +87,7 @@ def test_a_waiting_trainer_shows_its_step_on_groups_and_live(app, runs):
     at.text_input(key="rate_rated_3_0_ann_keys").input("10").run()
     df = labels.read(run)
     assert df[["step", "group", "sample_idx", "score"]].values.tolist() == [[3, 0, 0, 1.0], [3, 0, 1, 0.0]]
-    assert at.selectbox(key="rating_wait_pick_3").value == 1  # on to the next unrated group
+    assert at.selectbox(key="rating_wait_pick_3@en").value == 1  # on to the next unrated group
     assert "1 group(s) fully rated" in texts(at.warning)
     labels.clear_waiting(run)
     assert "waits for ratings" not in texts(app("groups", "rated").warning)

@@ -173,7 +173,7 @@ def test_runs_in_chinese(zh):
 def test_runs_launch_form_in_chinese(zh, monkeypatch):
     monkeypatch.setattr(launcher, "_start", lambda *a: pytest.fail("nothing may start on bad input"))
     at = zh("runs")
-    assert at.selectbox(key="launch_preset").options[0].startswith("内置演示")
+    assert at.selectbox(key="launch_preset@zh").options[0].startswith("内置演示")
     at.number_input(key="launch_0_group_size").set_value(1)
     at.button[[b.label for b in at.button].index("开始训练")].click().run()
     assert any(str(e.value).startswith("未启动：") for e in rendered(at).error)

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import streamlit as st
 
 from grpo_lab.dashboard.reading import data
-from grpo_lab.dashboard.i18n import t
+from grpo_lab.dashboard.i18n import per_language, t
 from grpo_lab.dashboard.views import markup
 from grpo_lab.rundir.reader import RunInfo
 
@@ -112,6 +112,7 @@ def pick_run(key: str, label: str | None = None, runs: list[RunInfo] | None = No
         st.info(t("ui.no_runs"))
         return None
     wanted = st.query_params.get("run") or st.session_state.get(SELECTED)
+    key = per_language(key)  # the shown state is translated
     if st.session_state.get(key) not in names:
         st.session_state[key] = wanted if wanted in names else names[0]
     shown = {r.name: f"{r.name}  ·  {state_label(r.state)}" for r in runs}

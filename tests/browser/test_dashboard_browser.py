@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from browser_helpers import assert_page_whole, english_only_phrases, main_text, to_chinese, wait_idle
+from browser_helpers import assert_page_whole, english_only_phrases, locale, main_text, to_chinese, wait_idle
 from playwright.sync_api import expect
 from trainer_helpers import wait_until
 
@@ -129,6 +129,11 @@ def test_the_training_pages_follow_the_language_switch(server, page):
     page.wait_for_function(f"document.querySelectorAll('{CHARTS}').length >= 3")
     expect(page.get_by_text(re.compile(r"^第 \d+ / \d+ 步$")).first).to_be_visible()
     assert_page_whole(page, chinese=True)
+    # the run picker shows the run's state in Chinese too (a kept selectbox would keep "finished")
+    picked = page.locator("[data-testid=stSelectbox] input").evaluate_all("es => es.map(e => e.value)")
+    shown = [v for v in picked if v.startswith("alpha")]
+    states = [v for k, v in locale("zh").items() if k.startswith("state.")]
+    print("PICKED", picked); assert shown and any(s in shown[0] for s in states), picked
     # the choice lasts the session: the navigation is in Chinese, and so is the next page
     page.locator("[data-testid=stSidebarNav] a").filter(has_text="组查看").click()
     expect(page.locator("h1").filter(has_text="组查看")).to_be_visible()
@@ -137,6 +142,26 @@ def test_the_training_pages_follow_the_language_switch(server, page):
     wait_idle(page)
     expect(page.get_by_text("重算的优势与记录的一致", exact=False)).to_be_visible()
     assert_page_whole(page, chinese=True)
+
+
+def selectbox_values(page) -> list[str]:
+    """What each selectbox on the page shows for its value."""
+    return page.locator("[data-testid=stSelectbox] input").evaluate_all("es => es.map(e => e.value)")
+
+
+def test_the_launch_forms_preset_follows_the_language_switch(server, page):
+    """A selectbox kept across the switch would keep its English label in the browser (Streamlit
+    redraws the options, not the shown value): the preset picker is a widget per language."""
+    url, _ = server
+    page.goto(url)
+    wait_idle(page)
+    page.get_by_text(locale("en")["runs.start_expander"]).first.click()
+    wait_idle(page)
+    assert locale("en")["launch.preset_demo"] in selectbox_values(page)
+    to_chinese(page, "运行列表")
+    expect(page.locator("[data-testid=stSelectbox] input").filter(
+        has=page.locator(f"xpath=self::*[@value='{locale('zh')['launch.preset_demo']}']"))).to_have_count(1)
+    assert locale("en")["launch.preset_demo"] not in selectbox_values(page)
 
 
 # page -> (address, its title in Chinese, labels it shows in Chinese, as in locales/zh.yaml)

@@ -8,7 +8,7 @@ from typing import Any
 import streamlit as st
 
 from grpo_lab.dashboard.launching import launcher, presets
-from grpo_lab.dashboard.i18n import t
+from grpo_lab.dashboard.i18n import per_language, t
 
 # The form's main options, then those under "More options". Each option's label and help text are
 # option.<name>.label and option.<name>.help in dashboard/locales/ (English help: grpo_lab/trainer/config.py's).
@@ -80,7 +80,7 @@ def _widget(name: str, spec: dict[str, Any], preset: int, kind: str) -> Any:
 def form(runs_dir: Path) -> None:
     choices = presets.presets()
     shown = {c: t("launch.preset_demo") if c == presets.DEMO else c for c in choices}
-    label = st.selectbox(t("launch.preset"), list(choices), key="launch_preset", help=t("launch.preset_help"),
+    label = st.selectbox(t("launch.preset"), list(choices), key=per_language("launch_preset"), help=t("launch.preset_help"),
                          format_func=shown.get)
     preset = choices[label]
     if "error" in preset:

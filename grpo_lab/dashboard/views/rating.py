@@ -17,7 +17,7 @@ import time
 import pandas as pd
 import streamlit as st
 
-from grpo_lab.dashboard.i18n import t
+from grpo_lab.dashboard.i18n import per_language, t
 from grpo_lab.dashboard.views.markup import md
 from grpo_lab.rundir import labels
 from grpo_lab.rundir.query import query
@@ -310,7 +310,7 @@ def show_waiting(info: RunInfo) -> bool:
     st.warning(_wait_line(info, waiting), icon="⏳")
     rated = full_groups(info, waiting)
     first = next((g for g in groups if g not in rated), next(iter(groups)))
-    key = f"rating_wait_pick_{step}"
+    key = per_language(f"rating_wait_pick_{step}")
     if st.session_state.get(key) not in groups:
         st.session_state[key] = first
 
