@@ -13,6 +13,7 @@ import pytest
 from grpo_lab.dashboard.reading import variants_data
 from grpo_lab.rundir import variants
 from grpo_lab.rundir.layout import RunPaths
+from grpo_lab.rundir.metrics import value_bounds
 from grpo_lab.rundir.reader import TableReader, list_runs
 from grpo_lab.rundir.writer import RunWriter
 from variants_helpers import write_run, write_sweep
@@ -62,7 +63,8 @@ def direct(root, x_mode: str, metric: str, threshold: float) -> tuple[pd.DataFra
                                        "reward/mean": df["reward/mean"], "kl/mean": df["kl/mean"]}))
     long = pd.concat(parts, ignore_index=True)
     for label, part in long.groupby("variant", sort=False):
-        b = variants.band(part.rename(columns={metric: "value"})[["run", "step", "value"]], "step")
+        b = variants.band(part.rename(columns={metric: "value"})[["run", "step", "value"]], "step",
+                          value_bounds(metric))
         b["x"] = b["step"].map(part.groupby("step")["x"].mean())
         b["variant"] = label
         band_parts.append(b)

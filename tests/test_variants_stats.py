@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from grpo_lab.rundir import variants
+from grpo_lab.rundir.metrics import value_bounds
 
 
 def long(rows: dict[str, list[float]]) -> pd.DataFrame:
@@ -47,6 +48,22 @@ def test_band_counts_only_the_runs_that_reached_a_step():
     assert b["mean"].tolist() == [1.0, 2.0, 2.0]
     assert math.isnan(b["low"].iloc[2])  # one seed: no interval, not a zero-width one
     assert (b["low"].iloc[:2] < b["mean"].iloc[:2]).all() and (b["high"].iloc[:2] > b["mean"].iloc[:2]).all()
+
+
+def test_a_kl_band_and_interval_stop_at_zero():
+    """KL is >= 0: a t-interval over 3 seeds near 0 would reach below it; the band and the table are
+    cut at 0 (the true mean is inside [0, inf), so the cut interval keeps its coverage)."""
+    kls = {"a": [0.0, 0.01], "b": [0.0, 0.02], "c": [0.0, 0.3]}
+    plain = variants.band(long(kls))
+    assert plain["low"].iloc[1] < 0  # what the page drew before
+    cut = variants.band(long(kls), bounds=value_bounds("kl/mean"))
+    assert cut["low"].iloc[1] == 0.0 and cut["high"].iloc[1] == plain["high"].iloc[1]
+    assert cut["mean"].tolist() == plain["mean"].tolist()
+    per_run = variants.per_run(long({"a": [0.2], "b": [0.4], "c": [0.9]}), long({k: v[1:] for k, v in kls.items()}))
+    table = variants.summary_table(per_run, {"v": ["a", "b", "c"]}).set_index("metric")
+    assert table.loc["final KL", "ci_low"] == 0.0 and table.loc["final KL", "ci_high"] > table.loc["final KL", "mean"]
+    assert table.loc["final reward", "ci_low"] < 0  # a reward has no bound: left as it is
+    assert value_bounds("clip/total") == (0.0, 1.0) and value_bounds("rewards/correctness/mean") == (None, None)
 
 
 def test_per_run_metrics():

@@ -16,11 +16,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 
+Bounds = tuple[float | None, float | None]  # (lowest, highest) a value can take; None: no bound
+# what a unit allows; a metric whose unit says nothing (nats, '') names its own bounds
+UNIT_BOUNDS: dict[str, Bounds] = {"fraction": (0.0, 1.0), "fraction of tokens": (0.0, 1.0), "count": (0.0, None),
+                                  "tokens": (0.0, None), "s": (0.0, None), "tokens/s": (0.0, None),
+                                  "GB": (0.0, None), "ratio": (0.0, None)}
+
+
 @dataclass(frozen=True)
 class Metric:
     names: tuple[str, ...]
     unit: str
     meaning: str
+    bounds: Bounds | None = None  # None: the unit's (UNIT_BOUNDS), else unbounded
 
 
 @dataclass(frozen=True)
@@ -62,15 +70,16 @@ TABLES: dict[str, Table] = {
         Metric(('ratio/mean', 'ratio/min', 'ratio/max'),
                'ratio', 'pi_theta / pi_old per token, every pass'),
         Metric(('kl/mean',),
-               'nats', 'per-token k3 KL to the reference, mean over tokens of every pass (0 when beta = 0)'),
+               'nats', 'per-token k3 KL to the reference, mean over tokens of every pass (0 when beta = 0)',
+               bounds=(0.0, None)),  # k3 = e^x - x - 1 >= 0 for every token
         Metric(('entropy/mean',),
-               'nats', 'entropy of the sampling policy per completion token'),
+               'nats', 'entropy of the sampling policy per completion token', bounds=(0.0, None)),
         Metric(('loss/policy',),
                '', 'minus the clipped surrogate, aggregated per `loss_aggregation`, mean over updates'),
         Metric(('loss/total',),
                '', 'the minimised loss: policy loss + beta * KL - entropy bonus (PPO: policy loss + value_coef * value loss, no KL term)'),
         Metric(('grad/norm',),
-               '', 'gradient L2 norm before clipping, mean over updates'),
+               '', 'gradient L2 norm before clipping, mean over updates', bounds=(0.0, None)),
         Metric(('lr',),
                '', 'learning rate'),
         Metric(('completion/length_mean', 'completion/length_max'),
@@ -243,6 +252,19 @@ def registered_name(column: str) -> str | None:
     if column in ROWS:
         return column
     return next((name for name, pattern in _PATTERNS if pattern.match(column)), None)
+
+
+def value_bounds(column: str) -> Bounds:
+    """The values a scalars column can take, from its registry row: (lowest, highest), None unbounded.
+
+    >>> value_bounds("kl/mean"), value_bounds("clip/total"), value_bounds("reward/mean"), value_bounds("x")
+    ((0.0, None), (0.0, 1.0), (None, None), (None, None))
+    """
+    name = registered_name(column)
+    row = ROWS.get(name) if name else None
+    if row is None:
+        return None, None
+    return row.bounds or UNIT_BOUNDS.get(row.unit, (None, None))
 
 
 def columns_of(name: str, columns: list[str]) -> list[str]:

@@ -8,7 +8,10 @@ variant when their configs are equal apart from the options that differ by const
 Intervals are Student t-intervals over seeds (mean +- t_{0.975, n-1} * sd / sqrt(n)); two variants
 are compared with Welch's interval for the difference of means. With 3-5 seeds a percentile
 bootstrap is too narrow (it cannot see past the few values it has), so t it is, and every figure
-comes with its n. IQM is the interquartile mean (the mean of the middle half, as rliable
+comes with its n. An interval of a metric that cannot leave a range (a KL is >= 0, a fraction
+in [0, 1]: rundir.metrics.value_bounds) is cut at that range: the true mean lies inside it, so the
+cut interval covers it exactly as often, and a band no longer dips below a KL of 0.
+IQM is the interquartile mean (the mean of the middle half, as rliable
 recommends: robust to one diverged seed).
 
 Shapes: a *long* frame has one row per (run, x) with the metric in `value`; per-run statistics
@@ -25,6 +28,8 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
+from grpo_lab.rundir.metrics import Bounds, value_bounds
+
 # options that differ between the seeds of one variant by construction, or are not options
 NOT_VARIANT = frozenset({"seed", "name", "runs_dir", "resume", "sweep", "variant", "_sources", "sources"})
 # Student t quantile 0.975 for 1..30 degrees of freedom (numpy has no t distribution; no scipy here)
@@ -33,6 +38,20 @@ _T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 
          2.045, 2.042)
 _Z975, _Z80 = 1.959964, 0.841621  # two-sided 95%, and 80% power: the usual sample-size rule
 METRICS = ("final reward", "best reward", "reward AUC", "final KL", "steps to threshold")
+METRIC_BOUNDS: dict[str, Bounds] = {"final KL": value_bounds("kl/mean"), "steps to threshold": (1.0, None)}
+
+
+def within(values, bounds: Bounds):
+    """`values` (a number, array or Series) cut at `bounds` (lowest, highest; None: no bound); NaN stays.
+
+    >>> within(-0.2, (0.0, None)), within(np.array([-1.0, 0.5, 2.0, np.nan]), (0.0, 1.0)).tolist()
+    (0.0, [0.0, 0.5, 1.0, nan])
+    """
+    low, high = bounds
+    if low is None and high is None:
+        return values
+    cut = np.clip(values, low, high)
+    return float(cut) if np.ndim(cut) == 0 else cut
 
 
 def t975(df: float) -> float:
@@ -107,18 +126,21 @@ def iqm(values: Iterable[float]) -> float:
     return float(x[cut:len(x) - cut].mean())
 
 
-def band(long: pd.DataFrame, x: str = "step") -> pd.DataFrame:
+def band(long: pd.DataFrame, x: str = "step", bounds: Bounds = (None, None)) -> pd.DataFrame:
     """Per-x mean and 95% t-band across runs of one variant: columns x, mean, low, high, n.
-    `long` has columns run, x, value; an x that only some runs reached counts only those.
+    `long` has columns run, x, value; an x that only some runs reached counts only those; the band
+    is cut at the metric's `bounds`.
 
     >>> df = pd.DataFrame({"run": ["a", "b", "a", "b"], "step": [1, 1, 2, 2], "value": [0.0, 1.0, 1.0, 1.0]})
     >>> band(df).round(3).to_dict("list")
     {'step': [1, 2], 'mean': [0.5, 1.0], 'low': [-5.853, 1.0], 'high': [6.853, 1.0], 'n': [2, 2]}
+    >>> band(df, bounds=(0.0, 1.0)).round(3)[["low", "high"]].to_dict("list")
+    {'low': [0.0, 1.0], 'high': [1.0, 1.0]}
     """
     g = long.dropna(subset=["value"]).groupby(x, sort=True)["value"]
     out = g.agg(mean="mean", sd="std", n="count").reset_index()
     half = np.array([t975(n - 1) for n in out["n"]]) * out["sd"].fillna(np.nan) / np.sqrt(out["n"])
-    out["low"], out["high"] = out["mean"] - half, out["mean"] + half
+    out["low"], out["high"] = within(out["mean"] - half, bounds), within(out["mean"] + half, bounds)
     return out[[x, "mean", "low", "high", "n"]]
 
 
@@ -150,6 +172,7 @@ def summary_table(runs: pd.DataFrame, variants: dict[str, list[str]]) -> pd.Data
         part = runs[runs["run"].isin(names)]
         for metric in METRICS:
             m, lo, hi, n = mean_ci(part[metric])
+            lo, hi = (within(v, METRIC_BOUNDS.get(metric, (None, None))) for v in (lo, hi))
             rows.append({"variant": label, "metric": metric, "mean": m, "ci_low": lo, "ci_high": hi,
                          "iqm": iqm(part[metric]), "n": n})
     return pd.DataFrame(rows, columns=["variant", "metric", "mean", "ci_low", "ci_high", "iqm", "n"])

@@ -25,6 +25,7 @@ from grpo_lab.dashboard.reading import data
 from grpo_lab.dashboard.views.series import minmax_indices
 from grpo_lab.rundir import query as rq
 from grpo_lab.rundir import variants
+from grpo_lab.rundir.metrics import value_bounds
 from grpo_lab.rundir.reader import RunInfo, run_path
 
 METRICS = ("reward/mean", "kl/mean", "completion/length_mean")  # what the page draws and summarises
@@ -198,7 +199,8 @@ def band_all(long: pd.DataFrame, metric: str) -> pd.DataFrame:
            .agg(mean="mean", sd="std", n="count"))
     t = out["n"].map({n: variants.t975(n - 1) for n in out["n"].unique()})
     half = t * out["sd"] / np.sqrt(out["n"])
-    out["low"], out["high"] = out["mean"] - half, out["mean"] + half
+    bounds = value_bounds(metric)
+    out["low"], out["high"] = variants.within(out["mean"] - half, bounds), variants.within(out["mean"] + half, bounds)
     out["x"] = xs.reindex(out.index)
     out = out.reset_index()
     out["variant"] = out["variant"].astype(str)
