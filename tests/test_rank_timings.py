@@ -98,7 +98,7 @@ def test_two_processes_log_the_slowest_and_the_mean_rank(runs):
         assert (mean > 0).all() and (top >= mean).all()
         assert (top >= scalars[f"time/{phase}_s"]).all()  # rank 0's own is one of the ranks'
     # rank 1 sampled SLOW_S late (once a step): the slowest is rank 1, and the mean halfway
-    assert (scalars["time/generation_s_max"] >= scalars["time/generation_s"] + 0.8 * SLOW_S).all()
+    assert (scalars["time/generation_s_max"] >= scalars["time/generation_s"] + 0.5 * SLOW_S).all()
     gap = scalars["time/generation_s_max"] - scalars["time/generation_s_mean"]
     assert (gap >= 0.3 * SLOW_S).all()
 

@@ -207,11 +207,11 @@ def test_a_bwrap_that_cannot_make_namespaces_is_refused_with_its_reason(tmp_path
 
 def test_a_group_runs_in_parallel(reward):
     good = "def add(a, b):\n    return a + b"
-    codes = [good] * 6 + ["while True: pass", "import time\ntime.sleep(100)"]
+    codes = ["while True: pass", "import time\ntime.sleep(100)"] + [good] * 6  # the slow ones first: both at once
     start = time.monotonic()
     scores = reward(["p"] * 8, codes, tests=[ADD_TESTS] * 8)
     elapsed = time.monotonic() - start
-    assert scores == [1.0] * 6 + [0.0, 0.0]
+    assert scores == [0.0, 0.0] + [1.0] * 6
     assert elapsed < 2 * TIMEOUT_S + 2  # two slow ones side by side, not one after the other
 
 

@@ -113,6 +113,18 @@ def test_runs_beyond_the_limit_are_queued_signed_and_pass_the_launch_checks(tmp_
     assert len([p for p in launcher.pending(runs) if p.queued]) == 4
 
 
+def test_a_launch_whose_folder_exists_but_has_no_status_yet_takes_its_slot(tmp_path, monkeypatch):
+    """Between creating its folder and writing status.json a trainer is a run of state unknown; with
+    no other run active it must still count, or a queued run starts beside it in a 1-slot queue."""
+    (tmp_path / "x").mkdir()
+    (tmp_path / ".launcher").mkdir()
+    (tmp_path / ".launcher" / "x.json").write_text(json.dumps({"name": "x", "pid": os.getpid(), "started_at": 1.0}))
+    monkeypatch.setattr(launcher, "is_trainer_of", lambda pid, name, runs_dir=None: name == "x")
+    assert launcher.training(tmp_path) == 1
+    assert [p.name for p in launcher.pending(tmp_path, set())] == ["x"]  # an empty listing is a listing
+    assert launcher.pending(tmp_path) == []  # no listing: the folder says it is a run now
+
+
 def test_resume_starts_afresh_only_runs_whose_launch_was_refused(tmp_path, monkeypatch):
     runs = tmp_path / "runs"
     _occupied(runs)

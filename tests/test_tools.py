@@ -7,7 +7,7 @@ import time
 import pytest
 
 from grpo_lab.tools import (CHARACTER_CALC, XML_CALC, ToolCall, ToolError, calculator, environment_tools, find_call,
-                            load_environment, load_tools, new_environment, run_call)
+                            load_environment, load_tools, new_environment, python_tool, run_call)
 
 USER_MODULE = '''
 def word_count(text: str) -> int:
@@ -150,8 +150,9 @@ def test_python_tool_runs_in_the_sandbox_and_its_failures_are_texts():
     # no network inside bubblewrap (the trainer's process would have one)
     assert "Network is unreachable" in run("import socket; socket.create_connection(('1.1.1.1', 80))").text
     assert run("print('x' * 10**6)").text.startswith("error: ValueError: output too long")
-    hung = run("while True: pass")
-    assert hung.error == "TimeoutError: the code ran past 4 s" and hung.seconds < 5
+    # the sandbox's own 4 s kill must come first: a wider runner limit, so a slow sandbox start cannot race it
+    hung = run_call(ToolCall("python", {"code": "while True: pass"}), tools, timeout_s=python_tool.WALL_S + 5)
+    assert hung.error == "TimeoutError: the code ran past 4 s" and hung.seconds < python_tool.WALL_S + 3
 
 
 def test_the_dashboard_runs_no_tool_module_it_was_not_told_to(tmp_path, monkeypatch):

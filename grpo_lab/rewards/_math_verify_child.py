@@ -6,7 +6,7 @@ per line on stdin and reads one JSON reply per line on stdout:
     {"gold": "$\\frac{1}{2}$", "answer": "0.5", "float_rounding": 6}
     {"verdict": true, "gold": "1/2", "answer": "0.500000000000000"}      (or {"error": "..."})
 
-The first line it writes is {"ready": true}, once the imports are done, so start-up time never
+The first line it writes is {"ready": true}, once the imports and a first judgement are done, so start-up time never
 counts against a job's time limit. math-verify's own timeouts are off (they use SIGALRM, which
 only works in a main thread, and a signal cannot interrupt one long big-integer power anyway):
 the parent kills this process when a job runs over time. Should the parent die first, the
@@ -47,6 +47,10 @@ def main() -> None:
 
     from math_verify import parse, verify
 
+    try:  # the first judgement builds parsers and caches (0.08 s here): start-up, not a job's time
+        verify(parse("$\\frac{1}{2}$", parsing_timeout=None), parse("0.5", parsing_timeout=None), timeout_seconds=None)
+    except Exception:  # noqa: BLE001 - a failing warm-up only loses the head start
+        pass
     protocol.write('{"ready": true}\n')
     protocol.flush()
     for line in sys.stdin:

@@ -346,21 +346,22 @@ def alive_launch(runs_dir: Path, name: str) -> bool:
     return is_trainer_of(record.get("pid"), name, runs_dir)
 
 
-def pending(runs_dir: Path, listed: set[str] | frozenset[str] = frozenset()) -> list[Pending]:
+def pending(runs_dir: Path, listed: set[str] | frozenset[str] | None = None) -> list[Pending]:
     """Launches not among the `listed` runs: still starting, or died before creating their run.
 
     Pass the names of the runs a page already shows, so that a run moving from "launching" to
-    listed is never in neither list.
+    listed is never in neither list; an empty set is a listing too (nothing shown). None: no
+    listing, a launch whose run directory exists counts as a run.
     """
     reap()
     folder = runs_dir / LAUNCH_DIR
     out = []
     for record_path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
         name = record_path.stem
-        if name in listed:
+        if listed is not None and name in listed:
             continue
         try:
-            if not listed and run_path(runs_dir, name).is_dir():
+            if listed is None and run_path(runs_dir, name).is_dir():
                 continue  # no listing given: a launch whose directory exists is a run now
         except ValueError:
             continue
