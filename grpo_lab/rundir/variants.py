@@ -96,8 +96,22 @@ def group_variants(configs: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
     return out
 
 
-def mean_ci(values: Iterable[float]) -> tuple[float, float, float, int]:
-    """(mean, low, high, n) of the finite values, a 95% t-interval; one value: low = high = nan.
+def t_interval(mean, sd, n, bounds: Bounds = (None, None)):
+    """(low, high) of the 95% t-interval mean +- t_{0.975, n-1} * sd / sqrt(n), cut at `bounds`;
+    numbers or Series alike (n < 2: nan).
+
+    >>> [round(float(v), 3) for v in (*t_interval(2.0, 1.0, 3), *t_interval(2.0, 1.0, 3, (0.0, None)))]
+    [-0.484, 4.484, 0.0, 4.484]
+    """
+    counts, at = np.unique(np.asarray(n), return_inverse=True)  # one quantile per distinct n
+    t = np.array([t975(k - 1) for k in counts])[at].reshape(np.shape(n))
+    half = t * sd / np.sqrt(n)
+    return within(mean - half, bounds), within(mean + half, bounds)
+
+
+def mean_ci(values: Iterable[float], bounds: Bounds = (None, None)) -> tuple[float, float, float, int]:
+    """(mean, low, high, n) of the finite values, a 95% t-interval cut at `bounds`; one value:
+    low = high = nan.
 
     >>> [round(v, 3) for v in mean_ci([1.0, 2.0, 3.0])[:3]], mean_ci([5.0])[3]
     ([2.0, -0.484, 4.484], 1)
@@ -109,8 +123,8 @@ def mean_ci(values: Iterable[float]) -> tuple[float, float, float, int]:
     m = float(x.mean())
     if n == 1:
         return m, math.nan, math.nan, 1
-    half = t975(n - 1) * float(x.std(ddof=1)) / math.sqrt(n)
-    return m, m - half, m + half, n
+    low, high = t_interval(m, float(x.std(ddof=1)), n, bounds)
+    return m, float(low), float(high), n
 
 
 def iqm(values: Iterable[float]) -> float:
@@ -139,8 +153,7 @@ def band(long: pd.DataFrame, x: str = "step", bounds: Bounds = (None, None)) -> 
     """
     g = long.dropna(subset=["value"]).groupby(x, sort=True)["value"]
     out = g.agg(mean="mean", sd="std", n="count").reset_index()
-    half = np.array([t975(n - 1) for n in out["n"]]) * out["sd"].fillna(np.nan) / np.sqrt(out["n"])
-    out["low"], out["high"] = within(out["mean"] - half, bounds), within(out["mean"] + half, bounds)
+    out["low"], out["high"] = t_interval(out["mean"], out["sd"], out["n"], bounds)
     return out[[x, "mean", "low", "high", "n"]]
 
 
@@ -171,8 +184,7 @@ def summary_table(runs: pd.DataFrame, variants: dict[str, list[str]]) -> pd.Data
     for label, names in variants.items():
         part = runs[runs["run"].isin(names)]
         for metric in METRICS:
-            m, lo, hi, n = mean_ci(part[metric])
-            lo, hi = (within(v, METRIC_BOUNDS.get(metric, (None, None))) for v in (lo, hi))
+            m, lo, hi, n = mean_ci(part[metric], METRIC_BOUNDS.get(metric, (None, None)))
             rows.append({"variant": label, "metric": metric, "mean": m, "ci_low": lo, "ci_high": hi,
                          "iqm": iqm(part[metric]), "n": n})
     return pd.DataFrame(rows, columns=["variant", "metric", "mean", "ci_low", "ci_high", "iqm", "n"])

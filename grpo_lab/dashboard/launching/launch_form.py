@@ -80,8 +80,8 @@ def _widget(name: str, spec: dict[str, Any], preset: int, kind: str) -> Any:
 def form(runs_dir: Path) -> None:
     choices = presets.presets()
     shown = {c: t("launch.preset_demo") if c == presets.DEMO else c for c in choices}
-    label = st.selectbox(t("launch.preset"), list(choices), key=per_language("launch_preset"), help=t("launch.preset_help"),
-                         format_func=shown.get)
+    label = st.selectbox(t("launch.preset"), list(choices), key=per_language("launch_preset"),
+                         help=t("launch.preset_help"), format_func=shown.get)
     preset = choices[label]
     if "error" in preset:
         st.error(preset["error"])

@@ -197,10 +197,7 @@ def band_all(long: pd.DataFrame, metric: str) -> pd.DataFrame:
     xs = f.groupby(["variant", "step"], observed=True)["x"].mean()
     out = (f.dropna(subset=["value"]).groupby(["variant", "step"], observed=True)["value"]
            .agg(mean="mean", sd="std", n="count"))
-    t = out["n"].map({n: variants.t975(n - 1) for n in out["n"].unique()})
-    half = t * out["sd"] / np.sqrt(out["n"])
-    bounds = value_bounds(metric)
-    out["low"], out["high"] = variants.within(out["mean"] - half, bounds), variants.within(out["mean"] + half, bounds)
+    out["low"], out["high"] = variants.t_interval(out["mean"], out["sd"], out["n"], value_bounds(metric))
     out["x"] = xs.reindex(out.index)
     out = out.reset_index()
     out["variant"] = out["variant"].astype(str)
