@@ -24,6 +24,7 @@ from pathlib import Path
 import pandas as pd
 
 from grpo_lab.rundir import labels
+from grpo_lab.rundir.chat import chat_turns
 from grpo_lab.rundir.query import query
 
 PAIR_COLUMNS = ["run", "step", "group", "prompt_id", "prompt", "chosen", "rejected", "source"]
@@ -120,8 +121,6 @@ def split_by_prompt(df: pd.DataFrame, fraction: float, seed: int) -> tuple[pd.Da
 
 
 def _conversation(prompt: str) -> list[dict] | None:
-    from grpo_lab.dashboard.views.markup import chat_turns  # noqa: PLC0415 - the one parser of rendered chats
-
     turns = chat_turns(prompt)
     return [{"role": role, "content": content} for role, content in turns] or None
 

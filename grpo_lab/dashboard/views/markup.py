@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from grpo_lab.dashboard.i18n import t
+from grpo_lab.rundir.chat import chat_turns  # noqa: F401 - the views' name for it (groups, compare)
 
 POS, NEG, ZERO = "rgba(26,152,80,0.28)", "rgba(215,48,39,0.28)", "rgba(158,158,158,0.22)"
 BACKGROUND = {"pos": POS, "neg": NEG, "zero": ZERO}  # by the sign of the advantage
@@ -105,20 +106,6 @@ def show_text(text: str, markers: bool = True) -> str:
     if markers:
         return html.escape(str(text)).replace(" ", "␣").replace("\n", "⏎")
     return f'<span style="white-space:pre-wrap">{html.escape(str(text))}</span>'
-
-
-# Chat templates as rendered into prompts: ChatML (SmolLM2, Qwen) and Llama 3's headers.
-_TURNS = (re.compile(r"<\|im_start\|>(\w+)\n(.*?)(?:<\|im_end\|>|$)", re.S),
-          re.compile(r"<\|start_header_id\|>(\w+)<\|end_header_id\|>\n*(.*?)(?:<\|eot_id\|>|$)", re.S))
-
-
-def chat_turns(prompt: str) -> list[tuple[str, str]]:
-    """[(role, content), ...] of a chat-formatted prompt; [] when it is plain text."""
-    for pattern in _TURNS:
-        turns = [(role, content.strip()) for role, content in pattern.findall(prompt or "")]
-        if turns:
-            return [t for t in turns if t[1] or t[0] != "assistant"]  # the open assistant turn is the completion
-    return []
 
 
 CELL = "padding:3px 8px;border-bottom:1px solid rgba(128,128,128,.25);text-align:left;"
