@@ -18,6 +18,8 @@ The rules (also in grpo_lab/rewards/README.md):
   advantage 0 (grpo_lab/objective/functions.py `group_advantages`).
 - `log_extra(column, values)` (one value per sample) lands in `extra[column]`; `log_metric(name,
   value)` in `logged[name]`, averaged by `metrics()` as `rewards/log/<name>`.
+- An `async def` reward is awaited (aio.py); the async rewards of one batch run at once, as
+  TRL's `asyncio.gather` runs them.
 
 >>> def ok(prompts, completions, **kw): return [1.0 for _ in completions]
 >>> def picky(prompts, completions, log_extra, **kw):
@@ -35,6 +37,8 @@ import math
 import numbers
 from dataclasses import dataclass, field
 from typing import Callable
+
+from grpo_lab.rewards import aio
 
 # One bad reward on a 64-sample batch would otherwise print 64 near-identical lines per step.
 MAX_MESSAGES_PER_REWARD = 5
@@ -88,8 +92,9 @@ def score_all(
     sink = _Sink(n)
     columns = {k: v for k, v in (columns or {}).items() if k not in CALL_ARGS}
     batch = _Inputs(list(prompts), list(completions), completion_ids, columns, trainer_state)
+    started = _start_async(rewards, batch, sink, n)  # awaited together, as TRL gathers them
     for name, (fn, _weight) in rewards.items():
-        values, failed, lines = _run_one(name, fn, batch, sink, n)
+        values, failed, lines = _run_one(name, fn, batch, sink, n, started.get(name))
         per_reward[name] = values
         errors[name] = failed
         if lines:
@@ -129,7 +134,13 @@ class _Inputs:
 
 def call_reward(fn: Callable, kwargs: dict):
     """fn called with TRL's keywords; positionally (prompts, completions, rest by keyword) when only
-    that fits its signature; a TypeError saying "called with ...; takes ..." when neither fits."""
+    that fits its signature; a TypeError saying "called with ...; takes ..." when neither fits.
+    An `async def` reward's coroutine is awaited (aio.resolve): the scores, never a coroutine."""
+    return aio.resolve(start_reward(fn, kwargs))
+
+
+def start_reward(fn: Callable, kwargs: dict):
+    """call_reward without the await: an async reward's coroutine, not yet run."""
     problem = call_problem(fn, list(kwargs))
     if problem is None:
         return fn(**kwargs)
@@ -137,6 +148,25 @@ def call_reward(fn: Callable, kwargs: dict):
     if call_problem(fn, ["prompts", "completions"], list(rest)) is None:
         return fn(kwargs["prompts"], kwargs["completions"], **rest)
     raise SignatureError(problem)
+
+
+def is_async(fn: Callable) -> bool:
+    """An `async def` function, or an object whose __call__ is one (TRL's is_async_callable)."""
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
+
+
+def _start_async(rewards, batch: "_Inputs", sink: "_Sink", n: int) -> dict:
+    """The async rewards' whole-batch calls, started on the reward loop: {name: Future}. A call
+    whose signature does not fit is left to _run_one, which reports it."""
+    started = {}
+    for name, (fn, _weight) in rewards.items():
+        if is_async(fn):
+            try:
+                coroutine = start_reward(fn, batch.kwargs(sink.log_extra(name, 0, n), sink.log_metric_for(name)))
+            except Exception:  # noqa: BLE001 - _run_one makes the same call again and reports it
+                continue
+            started[name] = aio.submit(coroutine)
+    return started
 
 
 class SignatureError(TypeError):
@@ -212,11 +242,13 @@ def _extra_value(value):
     return str(value)
 
 
-def _run_one(name, fn, batch: _Inputs, sink: _Sink, n) -> tuple[list, int, list[str]]:
-    """One reward over the batch; on an exception, retry sample by sample so only the failing
-    samples lose their score. Returns (scores, number of failed samples, messages)."""
+def _run_one(name, fn, batch: _Inputs, sink: _Sink, n, started=None) -> tuple[list, int, list[str]]:
+    """One reward over the batch (`started`: its call already running, an async reward's Future);
+    on an exception, retry sample by sample so only the failing samples lose their score.
+    Returns (scores, number of failed samples, messages)."""
     try:
-        raw = call_reward(fn, batch.kwargs(sink.log_extra(name, 0, n), sink.log_metric_for(name)))
+        raw = (started.result() if started is not None
+               else call_reward(fn, batch.kwargs(sink.log_extra(name, 0, n), sink.log_metric_for(name))))
     except SignatureError as exc:  # no sample can be scored: one message, every sample counted
         return [None] * n, n, [f"reward {name!r} failed on every sample: TypeError: {exc}"]
     except Exception:
