@@ -1,0 +1,499 @@
+"""Re-score a run: the completions it already has, scored with other rewards or weights, no training.
+
+    grpo-lab-rescore runs/demo --rewards correctness=1,length=0.1
+    grpo-lab-rescore runs/demo --rewards correctness,format --reward-weights 1,0.5 --name strict
+
+"Is my reward scoring what I think?" is answered on the completions a run already sampled: each step's
+completions go to the rewards in one call, as the trainer calls them (the same build, keywords,
+trainer_state, None rule and weighted sum: grpo_lab/rewards/combine.py), and the totals give the
+advantages `objective.functions.group_advantages` gives under the run's own `std_mode`, step by step
+(std_mode batch: over the step's trained groups, as the trainer did). The run's files are not
+touched; the result is one folder, `RUN/rescores/<name>/` (docs/run-directory.md):
+
+    samples.parquet   one row per completion: the new rewards and advantages beside the run's
+    summary.json      what changed: rewards, advantage signs, groups that gain or lose signal
+
+written under a temporary name and renamed into place. Rescoring with the run's own rewards gives
+back its `reward` and `advantage` columns exactly (tests/test_rescore.py).
+
+What a reward reads is what the run logged: `prompts` the prompt as the model saw it, `completions`
+the completion text, the column `answer` (also as `solution` in a TRL run, `ground_truth` in a verl
+run, the names their rewards read), and in a tool run `tool_calls` from its turns. A conversational
+dataset's prompt is passed as its rendered text: the samples table keeps no messages.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from grpo_lab import rewards
+from grpo_lab.objective.options import STD_MODES
+from grpo_lab.rundir.layout import valid_run_name, write_json_atomic
+from grpo_lab.rundir.query import query
+from grpo_lab.rundir.reader import open_regular
+
+RESCORES = "rescores"  # RUN/rescores/<name>/
+SAMPLES_FILE, SUMMARY_FILE = "samples.parquet", "summary.json"
+EXAMPLES = 100  # (step, group) pairs the summary lists for each kind of change
+CHANGED_TOL = 1e-6  # a reward that moved less (relative) only lost float digits (an import's float64 vs float32)
+# The answer column under the names other trainers' rewards read it (docs/run-directory.md, `answer`)
+ANSWER_ALIASES = {"trl": "solution", "verl": "ground_truth"}
+READ_COLUMNS = ("step", "group", "sample_idx", "prompt_id", "prompt", "completion", "answer", "reward",
+                "advantage", "dropped", "turns")
+
+
+class RescoreError(ValueError):
+    """Input a rescore cannot take: one line naming the option and what is allowed."""
+
+
+@dataclass(frozen=True)
+class Request:
+    """What to score with: reward names and weights, their parameters, and the folder's name."""
+
+    rewards: dict[str, float]
+    reward_params: dict[str, dict]
+    spec: str  # --rewards as given
+    name: str
+
+
+@dataclass
+class Result:
+    path: Path
+    summary: dict
+    samples: pd.DataFrame = field(repr=False)
+
+
+# --- the request: the trainer's validation -----------------------------------------------------
+
+
+def parse_request(spec: str, weights: str | None = None, params: str | dict | None = None, name: str | None = None,
+                  run_config: dict | None = None) -> Request:
+    """--rewards as grpo-lab-train takes it ('correctness=1,length=0.1'); --reward-weights, when
+    given, one weight per named reward in order (TRL's reward_weights); --reward-params a JSON
+    mapping over the run's own reward_params (so its own rewards score as they did in training).
+    The trainer's Config validates them, so a weight it refuses is refused here in its words."""
+    from grpo_lab.trainer.config import ConfigError, from_dict  # noqa: PLC0415 - light, but not needed to read
+
+    try:
+        names = from_dict({"rewards": spec}).rewards
+        if weights is not None:
+            values = [w.strip() for w in str(weights).split(",") if w.strip()]
+            if len(values) != len(names):
+                raise RescoreError(f"--reward-weights: give one weight per reward ({len(names)}: {', '.join(names)}), "
+                                   f"got {len(values)}")
+            try:
+                names = dict(zip(names, (float(v) for v in values)))
+            except ValueError:
+                raise RescoreError(f"--reward-weights: weights must be numbers, got {weights!r}") from None
+        given = _params(params)
+        own = (run_config or {}).get("reward_params") or {}
+        merged = {n: {**(own[n] if isinstance(own.get(n), dict) else {}), **given.get(n, {})} for n in names}
+        cfg = from_dict({"rewards": names, "reward_params": {n: p for n, p in merged.items() if p}})
+    except ConfigError as exc:
+        raise RescoreError(str(exc)) from None
+    name = name or default_name(spec if weights is None else f"{spec}-{weights}")
+    if not valid_run_name(name):
+        raise RescoreError(f"--name: {name!r}: use 1-100 letters, digits, '.', '_', '-' (starting with a letter or "
+                           "digit, no '..')")
+    return Request(rewards=dict(cfg.rewards), reward_params=dict(cfg.reward_params), spec=spec, name=name)
+
+
+def _params(params: str | dict | None) -> dict[str, dict]:
+    if params is None or params == "":
+        return {}
+    if isinstance(params, str):
+        try:
+            params = json.loads(params)
+        except ValueError as exc:
+            raise RescoreError(f"--reward-params: not valid JSON ({exc})") from None
+    if not isinstance(params, dict) or not all(isinstance(v, dict) for v in params.values()):
+        raise RescoreError("--reward-params: a JSON mapping of reward names to mappings of parameters, "
+                           'e.g. {"length": {"max_len": 8}}')
+    return params
+
+
+def default_name(spec: str) -> str:
+    """A folder name from the spec: 'correctness=1,length=0.1' -> 'correctness-1-length-0.1'.
+
+    >>> default_name("correctness=1,length=0.1"), default_name("my.mod:fn")
+    ('correctness-1-length-0.1', 'my.mod-fn')
+    """
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", spec).strip("-.")[:80].strip("-.")
+    slug = re.sub(r"\.\.+", ".", slug)
+    return slug if valid_run_name(slug) else "rescore"
+
+
+def build_rewards(request: Request) -> dict[str, tuple[Callable, float]]:
+    """The rewards, built as the trainer builds them (trainer.setup.build_rewards: same errors)."""
+    from grpo_lab.trainer.config import ConfigError, from_dict  # noqa: PLC0415
+    from grpo_lab.trainer.setup import build_rewards as trainer_build  # noqa: PLC0415 - torch: only to score
+
+    try:
+        return trainer_build(from_dict({"rewards": request.rewards, "reward_params": request.reward_params}))
+    except ConfigError as exc:
+        raise RescoreError(str(exc)) from None
+
+
+# --- reading the run ---------------------------------------------------------------------------
+
+
+def read_samples(run_dir: Path) -> pd.DataFrame:
+    """The run's completions, ordered as the trainer scored them (step, group, sample_idx)."""
+    from grpo_lab.rundir.query import usable_parts  # noqa: PLC0415
+
+    files, problems, _, _ = usable_parts(run_dir, "samples")
+    if not files:
+        raise RescoreError(f"run {run_dir.name}: no completions to score ({'; '.join(problems) or 'no samples table'})")
+    names = set(query(run_dir, "samples", "SELECT * FROM {src} LIMIT 0")[0].columns)
+    if "completion" not in names:
+        raise RescoreError(f"run {run_dir.name}: its samples table has no completion column, nothing to score")
+    picked = ", ".join(f'"{c}"' for c in READ_COLUMNS if c in names)
+    rows, problems = query(run_dir, "samples", f'SELECT {picked} FROM {{src}} ORDER BY step, "group", sample_idx')
+    rows = rows[rows["completion"].notna()].reset_index(drop=True) if not rows.empty else rows
+    if rows.empty:
+        raise RescoreError(f"run {run_dir.name}: no completions to score ({'; '.join(problems) or 'the samples are empty'})")
+    for column in ("answer", "reward", "advantage", "dropped", "turns"):
+        if column not in rows:
+            rows[column] = None
+    rows["dropped"] = rows["dropped"].fillna(False).astype(bool)
+    return rows
+
+
+def reward_inputs(rows: pd.DataFrame, config: dict) -> tuple[list, list, dict]:
+    """(prompts, completions, columns) of one step's rows, as the trainer hands them to rewards
+    (trainer.scoring.reward_inputs) from what the run logged (module docstring)."""
+    columns: dict[str, list] = {}
+    answers = [None if _missing(a) else a for a in rows["answer"]]
+    if any(a is not None for a in answers):
+        columns["answer"] = answers
+        alias = ANSWER_ALIASES.get(str(config.get("source") or ""))
+        if alias:
+            columns[alias] = answers
+    turns = [None if _missing(t) else t for t in rows["turns"]]
+    if any(t is not None for t in turns):
+        columns["tool_calls"] = [tool_calls(t, config) for t in turns]
+    return rows["prompt"].fillna("").astype(str).tolist(), rows["completion"].astype(str).tolist(), columns
+
+
+def tool_calls(turns_json: str | None, config: dict) -> list[dict]:
+    """A completion's calls (the `tool_calls` keyword) from its logged turns; a built-in tool's tag
+    call names its argument as the trainer does (conversation.calls)."""
+    from grpo_lab.tools.registry import BUILTIN  # noqa: PLC0415
+    from grpo_lab.trainer.conversation import calls, first_parameters  # noqa: PLC0415 - no torch
+
+    try:
+        turns = json.loads(turns_json) if turns_json else []
+    except ValueError:
+        return []
+    named = [n.strip() for n in str(config.get("tools") or "").split(",") if n.strip() in BUILTIN]
+    return calls(turns if isinstance(turns, list) else [], first_parameters({n: BUILTIN[n] for n in named}))
+
+
+def _missing(value) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def trainer_state(config: dict, prompts: int, step: int):
+    """What TRL hands a reward as `trainer_state` at `step`, from the run's config
+    (trainer.scoring.make_trainer_state; `prompts`: the distinct prompts the run drew)."""
+    from grpo_lab.trainer.scoring import make_trainer_state  # noqa: PLC0415 - transformers
+
+    cfg = SimpleNamespace(max_steps=int(config.get("max_steps") or step), group_size=int(config.get("group_size") or 1),
+                          prompts_per_step=int(config.get("prompts_per_step") or 1))
+    return make_trainer_state(cfg, prompts, step)
+
+
+def check_inputs(fns: dict[str, tuple[Callable, float]], request: Request, columns: dict) -> None:
+    """Refused before anything is scored: a reward whose signature cannot take the trainer's call
+    (the dry run's check), or one that reads a column the run did not log."""
+    from grpo_lab.trainer.setup import READS_COLUMN  # noqa: PLC0415
+
+    for name, (fn, _weight) in fns.items():
+        column = request.reward_params.get(name, {}).get("column", READS_COLUMN.get(name))
+        if column and column not in columns:
+            raise RescoreError(f"rewards: {name} reads the {column!r} column, which this run's samples do not hold")
+        keywords = ["prompts", "completions", "completion_ids", *columns, "trainer_state", "log_extra", "log_metric"]
+        problem = rewards.call_problem(fn, keywords)
+        if problem and rewards.call_problem(fn, ["prompts", "completions"], keywords[2:]) is not None:
+            raise RescoreError(f"rewards: reward {name!r} cannot take the trainer's call (TRL's): {problem}")
+
+
+# --- advantages -----------------------------------------------------------------------------------
+
+
+def step_advantages(rows: pd.DataFrame, totals: np.ndarray, std_mode: str) -> tuple[np.ndarray, dict[int, bool]]:
+    """(advantage per row, zero spread per group) of one step's rows, given their total rewards.
+
+    The trainer's call: `group_advantages` of the (N, G) rewards of the groups it trained on
+    together, NaN for no score. Dynamic sampling's dropped groups were never in that batch: they
+    are a batch of their own here (in the run, their rewards were all equal, so advantage 0)."""
+    import torch  # noqa: PLC0415
+
+    from grpo_lab.objective.functions import group_advantages  # noqa: PLC0415
+
+    out, zero = np.zeros(len(rows)), {}
+    for part in (~rows["dropped"].to_numpy(), rows["dropped"].to_numpy()):
+        if not part.any():
+            continue
+        groups = rows["group"].to_numpy()[part]
+        index = {g: i for i, g in enumerate(sorted(set(groups.tolist())))}
+        gi = np.array([index[g] for g in groups.tolist()])
+        si = rows["sample_idx"].to_numpy()[part].astype(int)
+        matrix = np.full((len(index), int(si.max()) + 1), np.nan)  # a verl group may be smaller: NaN pads it
+        matrix[gi, si] = totals[part].astype(np.float32)  # the trainer's totals are a float32 tensor
+        result = group_advantages(torch.from_numpy(matrix), std_mode)
+        out[part] = result.advantages.numpy()[gi, si]
+        zero.update({g: bool(result.zero_std[i]) for g, i in index.items()})
+    return out, zero
+
+
+def _totals(values) -> np.ndarray:
+    return np.array([np.nan if _missing(v) else float(v) for v in values], dtype=np.float64)
+
+
+# --- the rescore -------------------------------------------------------------------------------
+
+
+def rescore(run_dir: str | Path, request: Request, *, force: bool = False,
+            log: Callable[[str], None] = lambda line: None) -> Result:
+    """Score the run's completions with `request` and write RUN/rescores/<name>/; RescoreError
+    (one line, nothing written) on bad input."""
+    run_dir = Path(run_dir)
+    config = _run_config(run_dir)
+    std_mode = str(config.get("std_mode") or "group")
+    if std_mode not in STD_MODES:
+        raise RescoreError(f"run {run_dir.name}: std_mode {std_mode!r} in its config.json is not one of "
+                           f"{', '.join(STD_MODES)}")
+    target = run_dir / RESCORES / request.name
+    if target.exists() and not force:
+        raise RescoreError(f"--name: {RESCORES}/{request.name} exists in run {run_dir.name}; pick another --name or "
+                           "pass --force to replace it")
+    rows = read_samples(run_dir)
+    fns = build_rewards(request)
+    check_inputs(fns, request, reward_inputs(rows.head(1), config)[2])
+    start, prompts = time.time(), int(rows["prompt_id"].nunique())
+    per_reward = {name: np.full(len(rows), np.nan) for name in fns}
+    total, advantage = np.full(len(rows), np.nan), np.zeros(len(rows))
+    run_total, run_adv = _totals(rows["reward"]), np.zeros(len(rows))
+    zero_before, zero_after, errors, first_error = {}, {}, dict.fromkeys(fns, 0), {}
+    for step, at in rows.groupby("step", sort=True).indices.items():
+        part = rows.iloc[at]
+        prompts_in, completions, columns = reward_inputs(part, config)
+        scores = rewards.score_all(fns, prompts_in, completions, columns, trainer_state=trainer_state(config, prompts,
+                                                                                                      int(step)))
+        for line in scores.messages:
+            log(f"step {step}: {line}")
+        for name, values in scores.per_reward.items():
+            per_reward[name][at] = _totals(values)
+        for name, n in scores.errors.items():
+            errors[name] += n
+        for name, message in scores.first_error.items():
+            first_error.setdefault(name, message)
+        total[at] = _totals(scores.total).astype(np.float32)  # as the trainer's totals tensor rounds them
+        advantage[at], after = step_advantages(part, total[at], std_mode)
+        run_adv[at], before = step_advantages(part, run_total[at], std_mode)
+        zero_after.update({(int(step), int(g)): z for g, z in after.items()})
+        zero_before.update({(int(step), int(g)): z for g, z in before.items()})
+    table = pd.DataFrame({
+        "step": rows["step"].astype("int64"), "group": rows["group"].astype("int64"),
+        "sample_idx": rows["sample_idx"].astype("int64"), "prompt_id": rows["prompt_id"].astype(str),
+        "reward": _nullable(total), "advantage": advantage,
+        **{f"rewards/{name}": _nullable(values) for name, values in per_reward.items()},
+        "run_reward": _nullable(run_total), "run_advantage": pd.to_numeric(rows["advantage"], errors="coerce")})
+    table["reward_changed"] = _changed(run_total, total)
+    table["sign_flipped"] = np.sign(run_adv) * np.sign(advantage) < 0
+    summary = summarize(table, zero_before, zero_after, request=request, std_mode=std_mode, run=run_dir.name,
+                        errors=errors, first_error=first_error, seconds=time.time() - start)
+    _write(run_dir, request.name, table, summary, force)
+    return Result(path=target, summary=summary, samples=table)
+
+
+def _nullable(values: np.ndarray) -> pd.Series:
+    return pd.Series(values, dtype="float64")
+
+
+def _changed(before: np.ndarray, after: np.ndarray) -> np.ndarray:
+    """A reward changed: it moved by more than float rounding, or gained or lost its score."""
+    scored = ~np.isnan(before) & ~np.isnan(after)
+    moved = np.abs(np.nan_to_num(after) - np.nan_to_num(before)) > CHANGED_TOL * np.maximum(1.0, np.abs(np.nan_to_num(before)))
+    return (scored & moved) | (np.isnan(before) != np.isnan(after))
+
+
+def summarize(table: pd.DataFrame, zero_before: dict, zero_after: dict, *, request: Request, std_mode: str, run: str,
+              errors: dict, first_error: dict, seconds: float) -> dict:
+    """summary.json: what the new rewards change (docs/run-directory.md, rescores/)."""
+    keys = list(zero_after)
+    flipped = table.loc[table["sign_flipped"], ["step", "group"]].drop_duplicates()
+    gained = [k for k in keys if zero_before.get(k) and not zero_after[k]]
+    lost = [k for k in keys if not zero_before.get(k, True) and zero_after[k]]
+    examples = lambda pairs: [list(map(int, p)) for p in list(pairs)[:EXAMPLES]]  # noqa: E731
+    return {
+        "name": request.name, "run": run, "spec": request.spec, "rewards": request.rewards,
+        "reward_params": request.reward_params, "std_mode": std_mode, "created_at": time.time(),
+        "seconds": round(seconds, 3), "samples": int(len(table)), "groups": len(keys),
+        "steps": int(table["step"].nunique()),
+        "reward_changed": int(table["reward_changed"].sum()),
+        "unscored": int(table["reward"].isna().sum()),
+        "reward_mean": {"run": _mean(table["run_reward"]), "rescore": _mean(table["reward"])},
+        "sign_flips": {"groups": int(len(flipped)), "samples": int(table["sign_flipped"].sum()),
+                       "examples": examples(flipped.itertuples(index=False))},
+        "signal": {"run": sum(not z for z in zero_before.values()), "rescore": sum(not z for z in zero_after.values()),
+                   "gained": len(gained), "lost": len(lost), "gained_examples": examples(gained),
+                   "lost_examples": examples(lost)},
+        "errors": {k: int(v) for k, v in errors.items()}, "first_error": first_error,
+    }
+
+
+def _mean(values: pd.Series) -> float | None:
+    v = pd.to_numeric(values, errors="coerce").dropna()
+    return float(v.mean()) if len(v) else None
+
+
+def _run_config(run_dir: Path) -> dict:
+    if not run_dir.is_dir():
+        raise RescoreError(f"RUN: no run directory {run_dir}")
+    try:
+        with open_regular(run_dir / "config.json", run_dir) as fh:
+            config = json.loads(fh.read())
+    except (OSError, ValueError) as exc:
+        raise RescoreError(f"run {run_dir.name}: config.json cannot be read ({type(exc).__name__}: "
+                           f"{str(exc).splitlines()[0][:160] if str(exc) else 'no detail'})") from None
+    if not isinstance(config, dict):
+        raise RescoreError(f"run {run_dir.name}: config.json is not a mapping")
+    return config
+
+
+def _write(run_dir: Path, name: str, table: pd.DataFrame, summary: dict, force: bool) -> None:
+    """The folder built under .tmp-* and renamed into place: a reader sees all of it or none."""
+    folder = run_dir / RESCORES
+    folder.mkdir(exist_ok=True)
+    tmp = folder / f".tmp-{name}-{os.getpid()}-{time.monotonic_ns()}"
+    tmp.mkdir()
+    old = None
+    try:
+        pq.write_table(pa.Table.from_pandas(table, preserve_index=False), tmp / SAMPLES_FILE)
+        write_json_atomic(tmp / SUMMARY_FILE, summary)
+        target = folder / name
+        if target.exists() and force:
+            old = folder / f".tmp-old-{name}-{os.getpid()}-{time.monotonic_ns()}"
+            os.rename(target, old)
+        os.rename(tmp, target)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if old is not None and not (folder / name).exists():
+            os.rename(old, folder / name)  # the replaced result comes back: nothing already written is lost
+        raise RescoreError(f"--name: cannot write {RESCORES}/{name} in run {run_dir.name}: {exc.strerror or exc}") from None
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+# --- reading rescores back (the dashboard) -----------------------------------------------------
+
+
+def list_rescores(run_dir: str | Path) -> list[str]:
+    """The rescores of a run, newest first (names of folders with a summary)."""
+    folder = Path(run_dir) / RESCORES
+    try:
+        found = [p for p in folder.iterdir() if valid_run_name(p.name) and (p / SUMMARY_FILE).is_file()]
+    except OSError:
+        return []
+    return [p.name for p in sorted(found, key=lambda p: (p / SUMMARY_FILE).stat().st_mtime, reverse=True)]
+
+
+def read_summary(run_dir: str | Path, name: str) -> dict | None:
+    """A rescore's summary.json, or None when it is missing, not a regular file inside the run, or not JSON."""
+    if not valid_run_name(name):
+        return None
+    try:
+        with open_regular(Path(run_dir) / RESCORES / name / SUMMARY_FILE, run_dir) as fh:
+            data = json.loads(fh.read(1 << 20))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def read_group(run_dir: str | Path, name: str, step: int, group: int) -> pd.DataFrame:
+    """A rescore's rows of one group, by sample_idx (empty when unreadable)."""
+    if not valid_run_name(name):
+        return pd.DataFrame()
+    try:
+        with open_regular(Path(run_dir) / RESCORES / name / SAMPLES_FILE, run_dir) as fh:
+            table = pq.read_table(fh, filters=[("step", "=", int(step)), ("group", "=", int(group))])
+    except (OSError, pa.ArrowException):
+        return pd.DataFrame()
+    return table.to_pandas().sort_values("sample_idx").reset_index(drop=True)
+
+
+# --- command line -------------------------------------------------------------------------------
+
+
+class _OneLine(argparse.ArgumentParser):
+    def error(self, message: str):  # noqa: D102 - argparse's hook: a usage error is one line, exit 2
+        raise RescoreError(f"{message} (see --help)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _OneLine(prog="grpo-lab-rescore", description=(
+        "Score the completions a run already has with other rewards or weights, without training; writes "
+        "RUN/rescores/NAME/ (the run's own files are not changed)."), allow_abbrev=False)
+    parser.add_argument("run", metavar="RUN", help="the run directory (e.g. runs/demo)")
+    parser.add_argument("--rewards", required=True, metavar="SPEC",
+                        help="as grpo-lab-train's --rewards: names (registered, or module:function) with weights, "
+                             "e.g. correctness=1,length=0.1")
+    parser.add_argument("--reward-weights", metavar="W,...", help="one weight per reward in --rewards, in order")
+    parser.add_argument("--reward-params", metavar="JSON",
+                        help='parameters per reward, over the run\'s own, e.g. \'{"length": {"max_len": 8}}\'')
+    parser.add_argument("--name", help="the result's folder under RUN/rescores/ (default: from the spec)")
+    parser.add_argument("--force", action="store_true", help="replace a rescore of the same name")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        run_dir = Path(args.run)
+        request = parse_request(args.rewards, args.reward_weights, args.reward_params, args.name,
+                                _run_config(run_dir))
+        result = rescore(run_dir, request, force=args.force, log=lambda line: print(line, file=sys.stderr))
+    except RescoreError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(format_summary(result))
+    return 0
+
+
+def format_summary(result: Result) -> str:
+    s = result.summary
+    mean = s["reward_mean"]
+    fmt = lambda v: "none" if v is None else f"{v:.4f}"  # noqa: E731
+    return "\n".join([
+        f"rescored {s['samples']} completions ({s['groups']} groups, {s['steps']} steps) of run {s['run']} with "
+        f"{', '.join(f'{k}={v:g}' for k, v in s['rewards'].items())} (std_mode {s['std_mode']}) in {s['seconds']:.1f} s",
+        f"  rewards changed: {s['reward_changed']} samples; mean reward {fmt(mean['run'])} -> {fmt(mean['rescore'])}; "
+        f"unscored {s['unscored']}",
+        f"  advantage signs flipped: {s['sign_flips']['samples']} samples in {s['sign_flips']['groups']} groups",
+        f"  groups with signal: {s['signal']['run']} -> {s['signal']['rescore']} (gained {s['signal']['gained']}, "
+        f"lost {s['signal']['lost']})",
+        *(f"  {k}: {v} failed samples ({s['first_error'].get(k, '')})" for k, v in s["errors"].items() if v),
+        f"  written: {result.path}",
+    ])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
