@@ -27,7 +27,7 @@ import torch
 from grpo_lab.trainer import tiny
 from grpo_lab.trainer.config import Config
 from grpo_lab.trainer.distributed import Dist, launch, wrap
-from grpo_lab.trainer.grpo import loss_scale
+from grpo_lab.trainer.updates import loss_scale
 from grpo_lab.trainer.models import unwrap
 from grpo_lab.objective.functions import LOSS_AGGREGATIONS, LossSettings, grpo_loss
 from grpo_lab.trainer.rollout import Rollout, token_logprobs

@@ -26,9 +26,9 @@ from grpo_lab.rundir.status import read_status
 from grpo_lab.trainer import tiny
 from grpo_lab.trainer.distributed import MERGE
 from grpo_lab.objective.functions import group_advantages
-from grpo_lab.trainer.records import LastPass
+from grpo_lab.trainer.updates import LastPass
 from grpo_lab.trainer.rollout import Rollout
-from grpo_lab.trainer.scoring import Batch
+from grpo_lab.trainer.batch import Batch
 from trainer_helpers import ROOT, registered_metrics, read_table, run_trainer, wait_for_step, wait_until
 
 pytestmark = pytest.mark.timeout(240)

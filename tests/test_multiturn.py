@@ -12,7 +12,7 @@ from grpo_lab.trainer import multiturn, tiny
 from grpo_lab.trainer.decode import Sampling
 from grpo_lab.objective.functions import grpo_loss
 from grpo_lab.trainer.rollout import token_logprobs
-from grpo_lab.trainer.scoring import loss_mask
+from grpo_lab.trainer.batch import loss_mask
 
 EOS = "</s>"
 

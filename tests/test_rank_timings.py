@@ -31,15 +31,15 @@ SLOW_S = 1.0  # rank 1's extra seconds per sampling call
 # python -m grpo_lab.trainer, except that rank 1's sampling sleeps first
 STRAGGLER = f"""
 import os, sys, time
-from grpo_lab.trainer import scoring
+from grpo_lab.trainer import sampling
 from grpo_lab.trainer.__main__ import main
 
 if os.environ["RANK"] == "1":
-    sample = scoring.sample
+    sample = sampling.sample
     def slow_sample(*args, **kwargs):
         time.sleep({SLOW_S})
         return sample(*args, **kwargs)
-    scoring.sample = slow_sample
+    sampling.sample = slow_sample
 sys.exit(main(sys.argv[1:]))
 """
 

@@ -239,7 +239,7 @@ def test_the_dry_run_refuses_a_signature_and_only_warns_about_a_rewards_own_fail
 
 
 def test_dynamic_samplings_regrouping_keeps_extras_aligned_and_metrics_once():
-    from grpo_lab.trainer.scoring import join_scores, pick_scores
+    from grpo_lab.trainer.batch import join_scores, pick_scores
 
     one = rewards.Scores(total=[1.0, 0.0], per_reward={"r": [1.0, 0.0]}, errors={"r": 1},
                          extra={"why": ["a", "b"]}, logged={"m": [2.0]})

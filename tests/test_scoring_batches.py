@@ -9,7 +9,7 @@ from grpo_lab import rewards
 from grpo_lab.trainer import tiny
 from grpo_lab.trainer.decode import Sampling
 from grpo_lab.trainer.rollout import sample, token_logprobs
-from grpo_lab.trainer.scoring import Batch
+from grpo_lab.trainer.batch import Batch
 from test_decode import greedy_endings, lively
 
 CPU = torch.device("cpu")

@@ -47,8 +47,8 @@ import torch.distributed as dist
 from grpo_lab.rundir.layout import read_json
 from grpo_lab.trainer import checkpoint
 from grpo_lab.trainer.config import Config, ConfigError, launched_world_size
-from grpo_lab.trainer.records import LastPass, TokenStats
-from grpo_lab.trainer.scoring import concat_batches
+from grpo_lab.trainer.batch import concat_batches
+from grpo_lab.trainer.updates import LastPass, TokenStats
 
 # Figures a step function adds to step_scalars' per rank; combined across ranks by rank 0.
 ACROSS_RANKS = {"groups/kept": sum, "groups/dropped": sum, "groups/sampling_rounds": max,

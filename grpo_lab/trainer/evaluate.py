@@ -20,8 +20,8 @@ from grpo_lab.trainer.decode import Sampling
 from grpo_lab.trainer.rollout import sample
 from grpo_lab.trainer.scoring import completion_id_lists, score_completions
 
-if TYPE_CHECKING:  # setup.py imports this module: the type alone, no cycle
-    from grpo_lab.trainer.setup import Components
+if TYPE_CHECKING:  # the type alone: components.py is built by setup.py
+    from grpo_lab.trainer.components import Components
 
 ACCURACY_REWARD = "correctness"
 
@@ -48,7 +48,7 @@ def _accuracy_reward():
 
 @torch.no_grad()
 def evaluate(c: Components) -> dict[str, float]:
-    """eval/* metrics for the policy as it is now (c: trainer.setup.Components with an eval_task)."""
+    """eval/* metrics for the policy as it is now (c: trainer.components.Components with an eval_task)."""
     cfg = c.cfg
     start = time.perf_counter()
     rows = eval_rows(c.eval_task, cfg.eval_prompts)

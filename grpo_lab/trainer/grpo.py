@@ -7,21 +7,27 @@ policy drift from pi_old, which is where clipping starts to bite.
 The variants are options of the same loop (docs: README, "GRPO as the chapter defines it"):
 dynamic sampling replaces the groups with no spread before anything else happens; the others are
 keywords of `grpo_loss` (token / sequence ratio, normaliser, truncated masking, entropy bonus).
+
+Each stage is a module of its own, called in the order the chapter draws them: sampling.py ->
+scoring.py (dynamic.py repeats the two) -> advantages.py -> logprobs.py -> updates.py -> records.py.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 
-import torch
-import torch.distributed as dist
-
-from grpo_lab.trainer.distributed import Dist
-from grpo_lab.objective.functions import GroupAdvantages, group_advantages, grpo_loss, masked_mean
-from grpo_lab.trainer.records import LastPass, TokenStats, Updates, log_step_tables, step_scalars
+from grpo_lab.objective.functions import grpo_loss, masked_mean
+from grpo_lab.trainer.advantages import GroupStep, grpo_advantages
+from grpo_lab.trainer.batch import Batch
+from grpo_lab.trainer.components import Components
+from grpo_lab.trainer.dynamic import collect_with_signal
+from grpo_lab.trainer.logprobs import with_logprobs
+from grpo_lab.trainer.records import log_step_tables, named, step_scalars
 from grpo_lab.trainer.rollout import token_logprobs
-from grpo_lab.trainer.scoring import collect_batch, collect_with_signal, minibatch_indices
-from grpo_lab.trainer.setup import Components
+from grpo_lab.trainer.sampling import sample_groups, step_prompts
+from grpo_lab.trainer.scoring import score
+from grpo_lab.trainer.updates import LastPass, TokenStats, Updates, loss_scale, minibatch_indices, optimizer_step
 
 
 def grpo_step(c: Components, step: int) -> dict[str, float]:
@@ -30,21 +36,59 @@ def grpo_step(c: Components, step: int) -> dict[str, float]:
     # one pass over one minibatch: pi_old is that update's own forward, detached (no second forward)
     reuse_first_pass = cfg.passes == 1 and cfg.minibatches == 1 and not cfg.dynamic_sampling
 
-    # --- sample G completions per prompt from pi_old, score, then the group is the baseline ---
+    # --- sample G completions per prompt from pi_old and score them ---
     if cfg.dynamic_sampling:  # groups with equal rewards are replaced by more prompts (DAPO)
         dynamic = collect_with_signal(c, step)
-        batch, sampled, rounds = dynamic.kept, dynamic.sampled, dynamic.rounds
+        batch, sampled, dropped, rounds = dynamic.kept, dynamic.sampled, dynamic.dropped, dynamic.rounds
     else:
-        batch = sampled = collect_batch(c, step, policy_logprobs=not reuse_first_pass)
-        dynamic, rounds = None, 1
-    # A_i = (r_i - mean) / std; several processes: std_mode batch takes the std of the whole step
-    groups = global_group_advantages(c.dist, batch.totals.view(-1, batch.group_size), cfg.std_mode)
-    advantages = groups.advantages.flatten().to(c.device)
-    truncated = batch.rollout.truncated if cfg.mask_truncated else None
+        batch = sampled = score(c, sample_groups(c, step_prompts(c, step)), step)
+        dropped, rounds = None, 1
+
+    # --- the group is the baseline: A_i = (r_i - mean) / std ---
+    adv = grpo_advantages(c, batch, dropped)
+
+    # --- log pi_old and log pi_ref, once, before any update ---
+    if batch.rows:  # dynamic sampling may leave no group to train on
+        batch = with_logprobs(c, batch, policy=not reuse_first_pass)
+    if dropped is None:  # one batch: what was sampled is what is trained on
+        sampled = batch
 
     # --- several clipped passes over the same batch ---
-    stats, last = TokenStats(), LastPass.like(batch.old_logp)
-    updates, bonuses = Updates(), []
+    done = grpo_updates(c, batch, adv, reuse_first_pass=reuse_first_pass)
+
+    # --- records: per-completion figures describe everything sampled, as tables/samples does ---
+    metrics = step_scalars(c, sampled, done.stats, done.updates, advantages=adv.logged,
+                           frac_zero_std=adv.frac_zero_std, start=start)
+    metrics.update({named("groups/kept"): float(len(batch.rows)),
+                    named("groups/dropped"): float(len(sampled.rows) - len(batch.rows)),
+                    named("groups/sampling_rounds"): float(rounds)})
+    if dropped is not None:  # the entropy of the trained groups: the dropped ones had no forward pass
+        metrics.pop(named("entropy/mean"))
+        if batch.rows:
+            metrics[named("entropy/mean")] = float(masked_mean(batch.entropy, batch.mask))
+    if done.bonuses:
+        metrics[named("loss/entropy_bonus")] = sum(done.bonuses) / len(done.bonuses)
+    log_step_tables(c, step, batch, done.stats, done.last, advantages=adv.groups.advantages.flatten(),
+                    per_token={"advantage": adv.per_sample[:, None].expand_as(batch.old_logp)}, dropped=dropped)
+    return metrics
+
+
+@dataclass
+class GroupUpdates:
+    """What the passes of one GRPO step leave for the records."""
+
+    stats: TokenStats
+    last: LastPass
+    updates: Updates = field(default_factory=Updates)
+    bonuses: list[float] = field(default_factory=list)  # entropy_coef x entropy, per update
+
+
+def grpo_updates(c: Components, batch: Batch, adv: GroupStep, *, reuse_first_pass: bool) -> GroupUpdates:
+    """`passes` passes over the batch, each cut into `minibatches`: grpo_loss, one optimizer step each.
+    reuse_first_pass: pi_old (and its entropy) is taken from the first update's forward, detached."""
+    cfg = c.cfg
+    done = GroupUpdates(stats=TokenStats(), last=LastPass.like(batch.old_logp))
+    truncated = batch.rollout.truncated if cfg.mask_truncated else None
     for _ in range(cfg.passes if batch.rows else 0):  # dynamic sampling may leave no group to train on
         for idx in minibatch_indices(len(batch.rollout.completions), cfg.minibatches):
             c.timer.count("update", batch.mask[idx].sum())
@@ -56,68 +100,14 @@ def grpo_step(c: Components, step: int) -> dict[str, float]:
                 out = grpo_loss(
                     logp=logp, old_logp=batch.old_logp[idx],
                     ref_logp=None if batch.ref_logp is None else batch.ref_logp[idx],
-                    advantages=advantages[idx], mask=batch.mask[idx], settings=cfg.loss_settings,
+                    advantages=adv.per_sample[idx], mask=batch.mask[idx], settings=cfg.loss_settings,
                     truncated=None if truncated is None else truncated[idx], entropy=entropy)
                 # several processes: the gradient average across them is the whole batch's gradient
                 scale = loss_scale(c.dist, out.loss_mask, cfg.loss_aggregation)  # 1 on one process
-                c.optimizer.zero_grad(set_to_none=True)
-                (out.loss * scale).backward()
-                grad_norm = float(torch.nn.utils.clip_grad_norm_(
-                    c.policy.parameters(), cfg.max_grad_norm if cfg.max_grad_norm > 0 else float("inf")))
-                c.optimizer.step()
-            stats.add(out.ratio, out.kl, out.clipped_low, out.clipped_high, batch.mask[idx])
-            updates.add(out.loss.item() * scale, out.policy_loss.item() * scale, grad_norm)
-            bonuses.append(cfg.entropy_coef * out.entropy.item() * scale)
-            last.record(idx, logp=logp, ratio=out.ratio, kl=out.kl, clipped_low=out.clipped_low,
-                        clipped_high=out.clipped_high)
-
-    # --- log: per-completion figures describe everything sampled, as tables/samples does ---
-    if dynamic is None:
-        logged_adv, frac_zero_std = groups.advantages.flatten(), groups.zero_std.float().mean().item()
-    else:
-        n_dropped = len(dynamic.dropped.rows)
-        logged_adv = torch.cat([groups.advantages.flatten(), torch.zeros(n_dropped * batch.group_size)])
-        frac_zero_std = n_dropped / (len(batch.rows) + n_dropped)  # every kept group has a spread
-    metrics = step_scalars(c, sampled, stats, updates, advantages=logged_adv, frac_zero_std=frac_zero_std,
-                           start=start)
-    metrics.update({"groups/kept": float(len(batch.rows)), "groups/dropped": float(len(sampled.rows) - len(batch.rows)),
-                    "groups/sampling_rounds": float(rounds)})
-    if dynamic is not None:  # the entropy of the trained groups: the dropped ones had no forward pass
-        metrics.pop("entropy/mean")
-        if batch.rows:
-            metrics["entropy/mean"] = float(masked_mean(batch.entropy, batch.mask))
-    if bonuses:
-        metrics["loss/entropy_bonus"] = sum(bonuses) / len(bonuses)
-    log_step_tables(c, step, batch, stats, last, advantages=groups.advantages.flatten(),
-                    per_token={"advantage": advantages[:, None].expand_as(batch.old_logp)},
-                    dropped=dynamic.dropped if dynamic else None)
-    return metrics
-
-
-# --- several processes: each holds a share of the step's groups; these make the share's numbers the
-# global batch's (on one process they are the plain computation) ---
-
-
-def global_group_advantages(d: Dist, rewards: torch.Tensor, std_mode: str) -> GroupAdvantages:
-    """objective.group_advantages of this process's groups (N, G), as computed over the global batch:
-    the same numbers locally, except std_mode batch, whose std is over every process's rewards."""
-    if not d.active or std_mode != "batch":
-        return group_advantages(rewards, std_mode)
-    whole = group_advantages(d.all_gather_tensor(rewards), std_mode)
-    rows = slice(d.rank * rewards.shape[0], (d.rank + 1) * rewards.shape[0])
-    return GroupAdvantages(whole.advantages[rows], whole.mean[rows], whole.std[rows], whole.zero_std[rows])
-
-
-def loss_scale(d: Dist, loss_mask: torch.Tensor, aggregation: str) -> float:
-    """The factor on this process's loss that makes the processes' gradient average the gradient of
-    the global batch's loss: world_size * local denominator / global denominator (1 on one process)."""
-    if not d.active:
-        return 1.0
-    if aggregation == "sequence":  # responses with at least one token in the loss
-        local = float((loss_mask.sum(dim=1) > 0).sum())
-    elif aggregation == "token":
-        local = float(loss_mask.sum())
-    else:  # constant: responses x max_new_tokens, the same on every process
-        local = float(loss_mask.shape[0])
-    total = d.all_reduce([local], dist.ReduceOp.SUM)[0]
-    return d.world_size * local / total if total > 0 else 0.0
+                grad_norm, = optimizer_step(c, out.loss, [c.policy.parameters()], scale=scale)
+            done.stats.add(out.ratio, out.kl, out.clipped_low, out.clipped_high, batch.mask[idx])
+            done.updates.add(out.loss.item() * scale, out.policy_loss.item() * scale, grad_norm)
+            done.bonuses.append(cfg.entropy_coef * out.entropy.item() * scale)
+            done.last.record(idx, logp=logp, ratio=out.ratio, kl=out.kl, clipped_low=out.clipped_low,
+                             clipped_high=out.clipped_high)
+    return done

@@ -11,7 +11,7 @@ With an environment class, each row's instance travels on the rollout to the rew
 `environments` keyword), so a reward can read the state its rollout left.
 
 The tool's tokens are context, not policy: `Rollout.tool_mask` marks them and the loss mask
-(scoring.loss_mask) drops them, so they get no log-prob ratio, KL or loss, as in TRL and verl.
+(batch.loss_mask) drops them, so they get no log-prob ratio, KL or loss, as in TRL and verl.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from grpo_lab.trainer.decode import Sampling, decode
 from grpo_lab.trainer.models import unwrap
 from grpo_lab.trainer.rollout import Rollout
 
-if TYPE_CHECKING:  # setup.py imports this module: the type alone, no cycle
-    from grpo_lab.trainer.setup import Components
+if TYPE_CHECKING:  # the type alone: components.py is built by setup.py
+    from grpo_lab.trainer.components import Components
 
 NOT_COLUMNS = ("prompt", "prompt_id", "source_prompt")  # not handed to an environment's reset
 

@@ -26,6 +26,9 @@ the rewards such an outlier swamps the value targets.
 GAE runs over the tokens with `gamma` and `lam`; advantages are whitened over the batch.
 A response no reward function scored (None) is left out of both losses: no signal, no target.
 
+The stages are GRPO's (grpo.py), with the log-probabilities and V_old taken before the advantages,
+which need them: sampling.py -> scoring.py -> logprobs.py -> advantages.py -> updates.py -> records.py.
+
 One behaviour to expect: whitening gives every step unit-sized advantages, however well the task is
 already solved, where GRPO's solved groups (all rewards equal) fall silent. With GRPO's learning
 rate and passes PPO can therefore keep pushing a near-deterministic policy late in a run; fewer
@@ -35,6 +38,7 @@ rate and passes PPO can therefore keep pushing a near-deterministic policy late 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 
 import torch
 
@@ -43,18 +47,19 @@ from grpo_lab.objective.functions import (
     clipped_surrogate,
     clipped_value_loss,
     explained_variance,
-    gae,
-    group_advantages,
     kl_k3,
-    kl_per_token,
     masked_mean,
     policy_ratio,
-    whiten,
 )
-from grpo_lab.trainer.records import LastPass, TokenStats, Updates, log_step_tables, step_scalars
+from grpo_lab.trainer.advantages import TokenStep, ppo_advantages
+from grpo_lab.trainer.batch import Batch
+from grpo_lab.trainer.components import Components
+from grpo_lab.trainer.logprobs import with_logprobs
+from grpo_lab.trainer.records import log_step_tables, named, step_scalars
 from grpo_lab.trainer.rollout import token_logprobs
-from grpo_lab.trainer.scoring import collect_batch, minibatch_indices
-from grpo_lab.trainer.setup import Components
+from grpo_lab.trainer.sampling import sample_groups, step_prompts
+from grpo_lab.trainer.scoring import score
+from grpo_lab.trainer.updates import LastPass, TokenStats, Updates, minibatch_indices, optimizer_step
 from grpo_lab.trainer.value import token_values
 
 
@@ -63,52 +68,82 @@ def ppo_step(c: Components, step: int) -> dict[str, float]:
     start = time.perf_counter()
 
     # --- sample from pi_old and score the full responses; unscored ones are left out of the update ---
-    batch = collect_batch(c, step)
-    rollout, mask, totals, old_logp, ref_logp = batch.rollout, batch.mask, batch.totals, batch.old_logp, batch.ref_logp
-    scored = ~torch.isnan(totals)
-    train_mask = mask * scored.to(c.device, mask.dtype)[:, None]
+    batch = score(c, sample_groups(c, step_prompts(c, step)), step)
+
+    # --- log pi_old, log pi_ref and V_old, once, before any update ---
+    batch = with_logprobs(c, batch)
     with torch.no_grad(), c.timer.phase("old_logp"):  # (PPO: V_old with pi_old)
-        old_values = token_values(c.value_model, rollout)
+        old_values = token_values(c.value_model, batch.rollout)
 
-    # --- per-token rewards: -beta * KL on every token, the score on the last one ---
-    folded_kl = (kl_per_token(old_logp, ref_logp, cfg.kl_estimator) if ref_logp is not None
-                 else torch.zeros_like(old_logp)) * mask
-    token_rewards = -cfg.beta * folded_kl
-    last_token = (rollout.lengths - 1).clamp(min=0)
-    token_rewards[torch.arange(len(last_token), device=last_token.device), last_token] += \
-        torch.nan_to_num(totals, nan=0.0).to(c.device)
-
-    # --- GAE over tokens, then whiten the advantages over the batch ---
-    raw_adv, returns = gae(token_rewards, old_values, train_mask, cfg.gamma, cfg.lam)
-    advantages = whiten(raw_adv, train_mask)
+    # --- per-token rewards (-beta * KL on every token, the score on the last one), GAE, whitened ---
+    adv = ppo_advantages(c, batch, old_values)
 
     # --- several epochs over minibatches: clipped policy loss + clipped value loss ---
-    stats, last = TokenStats(), LastPass.like(old_logp)
-    logs: dict[str, list[float]] = {k: [] for k in ("loss", "policy", "value", "value_clip", "approx_kl",
-                                                    "grad", "value_grad")}
-    max_norm = cfg.max_grad_norm if cfg.max_grad_norm > 0 else float("inf")
+    done = ppo_updates(c, batch, adv, old_values)
+
+    # --- records ---
+    mean = {k: sum(v) / len(v) for k, v in done.logs.items()}
+    train_mask = adv.train_mask
+    metrics = step_scalars(c, batch, done.stats, done.updates, advantages=adv.advantages[train_mask.bool()].cpu(),
+                           frac_zero_std=adv.frac_zero_std, start=start)
+    metrics.update({
+        named("value/loss"): mean["value"],
+        named("value/clip_frac"): mean["value_clip"],
+        named("value/explained_variance"): explained_variance(old_values, adv.returns, train_mask),
+        named("value/mean"): float(masked_mean(old_values, train_mask)),
+        named("value/grad_norm"): mean["value_grad"],
+        named("returns/mean"): float(masked_mean(adv.returns, train_mask)),
+        named("advantage/raw_mean"): float(masked_mean(adv.raw, train_mask)),
+        named("kl/approx"): mean["approx_kl"],
+        named("kl/folded"): float(masked_mean(adv.folded_kl, batch.mask)),
+        named("kl/penalty"): float((cfg.beta * adv.folded_kl).sum(dim=1).mean()),
+    })
+    per_response_adv = masked_mean(adv.advantages, train_mask, dim=1)  # one number per row of samples
+    log_step_tables(c, step, batch, done.stats, done.last, advantages=per_response_adv.cpu(),
+                    per_token={"advantage": adv.advantages, "value": old_values, "return": adv.returns,
+                               "token_reward": adv.token_rewards})
+    return metrics
+
+
+@dataclass
+class TokenUpdates:
+    """What the epochs of one PPO step leave for the records."""
+
+    stats: TokenStats
+    last: LastPass
+    logs: dict[str, list[float]] = field(default_factory=lambda: {
+        k: [] for k in ("loss", "policy", "value", "value_clip", "approx_kl", "grad", "value_grad")})
+
+    @property
+    def updates(self) -> Updates:
+        return Updates(losses=self.logs["loss"], policy_losses=self.logs["policy"], grad_norms=self.logs["grad"])
+
+
+def ppo_updates(c: Components, batch: Batch, adv: TokenStep, old_values: torch.Tensor) -> TokenUpdates:
+    """`passes` epochs over the batch, each cut into `minibatches`: policy and value loss, one step each."""
+    cfg, rollout, old_logp, ref_logp, mask = c.cfg, batch.rollout, batch.old_logp, batch.ref_logp, batch.mask
+    done = TokenUpdates(stats=TokenStats(), last=LastPass.like(old_logp))
+    logs = done.logs
     for _ in range(cfg.passes):
         for idx in minibatch_indices(len(rollout.completions), cfg.minibatches):
-            c.timer.count("update", train_mask[idx].sum())
+            c.timer.count("update", adv.train_mask[idx].sum())
             with c.timer.phase("update"):
-                sub, m = rollout.select(idx), train_mask[idx]
+                sub, m = rollout.select(idx), adv.train_mask[idx]
                 logp, _ = token_logprobs(c.policy, sub, cfg.temperature)
                 values = token_values(c.value_model, sub)
 
                 # policy loss: the same clipped surrogate as GRPO, with per-token advantages
                 ratio = policy_ratio(logp, old_logp[idx])
-                surr = clipped_surrogate(ratio, advantages[idx], cfg.epsilon, cfg.epsilon_high)
+                surr = clipped_surrogate(ratio, adv.advantages[idx], cfg.epsilon, cfg.epsilon_high)
                 policy_loss = -aggregate(surr.objective, m, cfg.loss_aggregation)
                 # value loss: regress V on the GAE returns, each update held within value_clip of V_old
-                value_loss, value_clip = clipped_value_loss(values, old_values[idx], returns[idx], m, cfg.value_clip)
+                value_loss, value_clip = clipped_value_loss(values, old_values[idx], adv.returns[idx], m,
+                                                            cfg.value_clip)
                 loss = policy_loss + cfg.value_coef * value_loss
-
-                c.optimizer.zero_grad(set_to_none=True)
-                loss.backward()
                 # each model's gradient is clipped on its own: the value loss must not squeeze the policy's
-                logs["grad"].append(float(torch.nn.utils.clip_grad_norm_(c.policy.parameters(), max_norm)))
-                logs["value_grad"].append(float(torch.nn.utils.clip_grad_norm_(c.value_model.parameters(), max_norm)))
-                c.optimizer.step()
+                grad, value_grad = optimizer_step(c, loss, [c.policy.parameters(), c.value_model.parameters()])
+                logs["grad"].append(grad)
+                logs["value_grad"].append(value_grad)
 
             with torch.no_grad():
                 # KL to the reference, logged as GRPO logs it (k3, every pass); not part of this loss
@@ -116,36 +151,11 @@ def ppo_step(c: Components, step: int) -> dict[str, float]:
                 # approximate KL(pi_old || pi_theta), http://joschu.net/blog/kl-approx.html
                 log_ratio = logp - old_logp[idx]
                 logs["approx_kl"].append(float(masked_mean((log_ratio.exp() - 1) - log_ratio, m)))
-            stats.add(ratio, kl, surr.clipped_low, surr.clipped_high, mask[idx])
+            done.stats.add(ratio, kl, surr.clipped_low, surr.clipped_high, mask[idx])
             logs["loss"].append(loss.item())
             logs["policy"].append(policy_loss.item())
             logs["value"].append(value_loss.item())
             logs["value_clip"].append(float(value_clip))
-            last.record(idx, logp=logp, ratio=ratio, kl=kl, clipped_low=surr.clipped_low,
-                        clipped_high=surr.clipped_high)
-
-    # --- log ---
-    mean = {k: sum(v) / len(v) for k, v in logs.items()}
-    real = train_mask.bool()
-    # the groups' spread says nothing about PPO's signal (the value model is the baseline); kept to compare
-    frac_zero_std = group_advantages(totals.view(-1, cfg.group_size), cfg.std_mode).zero_std.float().mean().item()
-    updates = Updates(losses=logs["loss"], policy_losses=logs["policy"], grad_norms=logs["grad"])
-    metrics = step_scalars(c, batch, stats, updates, advantages=advantages[real].cpu(), frac_zero_std=frac_zero_std,
-                           start=start)
-    metrics.update({
-        "value/loss": mean["value"],
-        "value/clip_frac": mean["value_clip"],
-        "value/explained_variance": explained_variance(old_values, returns, train_mask),
-        "value/mean": float(masked_mean(old_values, train_mask)),
-        "value/grad_norm": mean["value_grad"],
-        "returns/mean": float(masked_mean(returns, train_mask)),
-        "advantage/raw_mean": float(masked_mean(raw_adv, train_mask)),
-        "kl/approx": mean["approx_kl"],
-        "kl/folded": float(masked_mean(folded_kl, mask)),
-        "kl/penalty": float((cfg.beta * folded_kl).sum(dim=1).mean()),
-    })
-    per_response_adv = masked_mean(advantages, train_mask, dim=1)  # one number per row of samples
-    log_step_tables(c, step, batch, stats, last, advantages=per_response_adv.cpu(),
-                    per_token={"advantage": advantages, "value": old_values, "return": returns,
-                               "token_reward": token_rewards})
-    return metrics
+            done.last.record(idx, logp=logp, ratio=ratio, kl=kl, clipped_low=surr.clipped_low,
+                             clipped_high=surr.clipped_high)
+    return done

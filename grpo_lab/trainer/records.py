@@ -1,4 +1,4 @@
-"""Turn one step's tensors into rows of the run directory's tables (see docs/run-directory.md).
+"""Stage 6 of a step: its tensors as rows of the run directory's tables (see docs/run-directory.md).
 
 Kept apart from the algorithm loops so GRPO and PPO log the same columns the same way.
 """
@@ -8,31 +8,42 @@ from __future__ import annotations
 import json
 import math
 import time
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import torch
 
+from grpo_lab.rundir import metrics
 from grpo_lab.trainer.doctor import repetitive
 from grpo_lab.trainer.timing import rank_scalars, rank_seconds
+from grpo_lab.trainer.updates import LastPass, TokenStats, Updates
 
-if TYPE_CHECKING:  # setup.py imports this module: the type alone, no cycle
-    from grpo_lab.trainer.setup import Components
+if TYPE_CHECKING:  # the type alone: components.py is built by setup.py
+    from grpo_lab.trainer.components import Components
 
 # Fixed ratio histogram bins: 40 bins over [0.5, 1.5]; values beyond fall into the end bins.
 RATIO_EDGES = torch.linspace(0.5, 1.5, 41)
 
 
-def _stats(prefix: str, values: torch.Tensor) -> dict[str, float]:
+def named(name: str, fn: str | None = None) -> str:
+    """A scalars column by its name in the metrics registry (rundir/metrics.py), `<fn>` filled in: a
+    name the registry does not hold fails here, the first time the trainer writes it, not in a reader."""
+    if name not in metrics.ROWS:
+        raise KeyError(f"{name!r} is not in grpo_lab/rundir/metrics.py: register it there first")
+    return name if fn is None else name.replace("<fn>", fn)
+
+
+def row_names(first: str, fn: str | None = None) -> list[str]:
+    """The names of the registry row that holds `first` (a row: names that share a unit and a meaning)."""
+    return [named(n, fn) for n in metrics.ROWS[named(first)].names]
+
+
+def _stats(row: str, values: torch.Tensor, fn: str | None = None) -> dict[str, float]:
+    """mean, std (1/N), min and max of the non-NaN values, under the names of the registry row `row`."""
     values = values[~torch.isnan(values)].double()
-    if values.numel() == 0:
-        return {f"{prefix}/{k}": math.nan for k in ("mean", "std", "min", "max")}
-    return {
-        f"{prefix}/mean": values.mean().item(),
-        f"{prefix}/std": values.std(unbiased=False).item(),
-        f"{prefix}/min": values.min().item(),
-        f"{prefix}/max": values.max().item(),
-    }
+    figures = ({k: math.nan for k in ("mean", "std", "min", "max")} if values.numel() == 0 else
+               {"mean": values.mean().item(), "std": values.std(unbiased=False).item(),
+                "min": values.min().item(), "max": values.max().item()})
+    return {name: figures[name.rsplit("/", 1)[1]] for name in row_names(row, fn)}
 
 
 def reward_scalars(totals: torch.Tensor, per_reward: dict[str, list[float | None]],
@@ -40,103 +51,47 @@ def reward_scalars(totals: torch.Tensor, per_reward: dict[str, list[float | None
                    logged: dict[str, list[float]] | None = None) -> dict[str, float]:
     """reward/*, rewards/<fn>/*, advantage/*, groups/frac_zero_std, and rewards/log/<name>: the
     mean of what the rewards logged with log_metric this step (TRL averages them the same way)."""
-    out = _stats("reward", totals)
+    out = _stats("reward/mean", totals)
     for name, scores in per_reward.items():
         t = torch.tensor([math.nan if s is None else s for s in scores], dtype=torch.float64)
-        out.update(_stats(f"rewards/{name}", t))
-        out[f"rewards/{name}/none_frac"] = float(torch.isnan(t).double().mean())
-        out[f"rewards/{name}/errors"] = float(errors.get(name, 0))
-    out.update(_stats("advantage", advantages))
-    out["groups/frac_zero_std"] = frac_zero_std
+        out.update(_stats("rewards/<fn>/mean", t, name))
+        out[named("rewards/<fn>/none_frac", name)] = float(torch.isnan(t).double().mean())
+        out[named("rewards/<fn>/errors", name)] = float(errors.get(name, 0))
+    out.update(_stats("advantage/mean", advantages))
+    out[named("groups/frac_zero_std")] = frac_zero_std
     for name, values in (logged or {}).items():
-        out[f"rewards/log/{name}"] = sum(values) / len(values) if values else math.nan
+        out[named("rewards/log/<name>").replace("<name>", name)] = sum(values) / len(values) if values else math.nan
     return out
 
 
-@dataclass
-class TokenStats:
-    """Per-token figures accumulated over every optimisation pass of one step."""
-
-    ratios: list[torch.Tensor] = field(default_factory=list)
-    kls: list[torch.Tensor] = field(default_factory=list)
-    clipped_low: int = 0
-    clipped_high: int = 0
-    tokens: int = 0
-
-    def add(self, ratio: torch.Tensor, kl: torch.Tensor, low: torch.Tensor, high: torch.Tensor,
-            mask: torch.Tensor) -> None:
-        real = mask.bool()
-        self.ratios.append(ratio.detach()[real].float().cpu())
-        self.kls.append(kl.detach()[real].float().cpu())
-        self.clipped_low += int((low & real).sum())
-        self.clipped_high += int((high & real).sum())
-        self.tokens += int(real.sum())
-
-    def scalars(self) -> dict[str, float]:
-        ratios = torch.cat(self.ratios)
-        n = max(self.tokens, 1)
-        return {
-            "clip/low": self.clipped_low / n,
-            "clip/high": self.clipped_high / n,
-            "clip/total": (self.clipped_low + self.clipped_high) / n,
-            "ratio/mean": ratios.mean().item(),
-            "ratio/min": ratios.min().item(),
-            "ratio/max": ratios.max().item(),
-            "kl/mean": torch.cat(self.kls).mean().item(),
-        }
-
-    def histogram(self, step: int, low: float, high: float) -> dict[str, list]:
-        """The step's ratio histogram and its clip range (low, high), as the config gave it."""
-        ratios = torch.cat(self.ratios).clamp(RATIO_EDGES[0], RATIO_EDGES[-1] - 1e-6)
-        counts = torch.histc(ratios, bins=len(RATIO_EDGES) - 1, min=float(RATIO_EDGES[0]), max=float(RATIO_EDGES[-1]))
-        return {
-            "step": [step],
-            "edges": [RATIO_EDGES.tolist()],
-            "counts": [counts.long().tolist()],
-            "tokens": [self.tokens],
-            "clipped_low": [self.clipped_low],
-            "clipped_high": [self.clipped_high],
-            "clip_low_bound": [low],
-            "clip_high_bound": [high],
-        }
+def token_scalars(stats: TokenStats) -> dict[str, float]:
+    """clip/*, ratio/* and kl/mean of a step that trained, over every pass's tokens."""
+    ratios = torch.cat(stats.ratios)
+    n = max(stats.tokens, 1)
+    ratio = {"mean": ratios.mean().item(), "min": ratios.min().item(), "max": ratios.max().item()}
+    return {
+        named("clip/low"): stats.clipped_low / n,
+        named("clip/high"): stats.clipped_high / n,
+        named("clip/total"): (stats.clipped_low + stats.clipped_high) / n,
+        **{name: ratio[name.rsplit("/", 1)[1]] for name in row_names("ratio/mean")},
+        named("kl/mean"): torch.cat(stats.kls).mean().item(),
+    }
 
 
-@dataclass
-class LastPass:
-    """Per-token values of the last optimisation pass (each (B, T)): what the samples and tokens
-    tables show for each completion once the step is done."""
-
-    logp_new: torch.Tensor
-    ratio: torch.Tensor
-    kl: torch.Tensor
-    clipped_low: torch.Tensor
-    clipped_high: torch.Tensor
-
-    @classmethod
-    def like(cls, old_logp: torch.Tensor) -> "LastPass":
-        zeros, no = torch.zeros_like(old_logp), torch.zeros_like(old_logp, dtype=torch.bool)
-        return cls(logp_new=zeros.clone(), ratio=zeros.clone(), kl=zeros.clone(), clipped_low=no.clone(),
-                   clipped_high=no.clone())
-
-    def record(self, idx: torch.Tensor, *, logp: torch.Tensor, ratio: torch.Tensor, kl: torch.Tensor,
-               clipped_low: torch.Tensor, clipped_high: torch.Tensor) -> None:
-        self.logp_new[idx], self.ratio[idx], self.kl[idx] = logp.detach(), ratio.detach(), kl.detach()
-        self.clipped_low[idx], self.clipped_high[idx] = clipped_low, clipped_high
-
-
-@dataclass
-class Updates:
-    """What each optimizer update of a step logs, in update order (every minibatch of every pass);
-    losses already scaled as the update minimised them."""
-
-    losses: list[float] = field(default_factory=list)
-    policy_losses: list[float] = field(default_factory=list)
-    grad_norms: list[float] = field(default_factory=list)
-
-    def add(self, loss: float, policy_loss: float, grad_norm: float) -> None:
-        self.losses.append(loss)
-        self.policy_losses.append(policy_loss)
-        self.grad_norms.append(grad_norm)
+def ratio_histogram(stats: TokenStats, step: int, low: float, high: float) -> dict[str, list]:
+    """The step's ratio histogram and its clip range (low, high), as the config gave it."""
+    ratios = torch.cat(stats.ratios).clamp(RATIO_EDGES[0], RATIO_EDGES[-1] - 1e-6)
+    counts = torch.histc(ratios, bins=len(RATIO_EDGES) - 1, min=float(RATIO_EDGES[0]), max=float(RATIO_EDGES[-1]))
+    return {
+        "step": [step],
+        "edges": [RATIO_EDGES.tolist()],
+        "counts": [counts.long().tolist()],
+        "tokens": [stats.tokens],
+        "clipped_low": [stats.clipped_low],
+        "clipped_high": [stats.clipped_high],
+        "clip_low_bound": [low],
+        "clip_high_bound": [high],
+    }
 
 
 def step_scalars(c: Components, batch, stats: TokenStats, updates: Updates, *, advantages: torch.Tensor,
@@ -154,21 +109,21 @@ def step_scalars(c: Components, batch, stats: TokenStats, updates: Updates, *, a
     metrics = reward_scalars(batch.totals, batch.scores.per_reward, batch.scores.errors, frac_zero_std, advantages,
                              batch.scores.logged)
     if stats.tokens:  # a step that trained (dynamic sampling may leave nothing to train on: no update)
-        metrics.update(stats.scalars())
+        metrics.update(token_scalars(stats))
         metrics.update({
-            "loss/policy": sum(policy_losses) / len(policy_losses),
-            "loss/total": sum(losses) / len(losses),
-            "grad/norm": sum(grad_norms) / len(grad_norms),
+            named("loss/policy"): sum(policy_losses) / len(policy_losses),
+            named("loss/total"): sum(losses) / len(losses),
+            named("grad/norm"): sum(grad_norms) / len(grad_norms),
         })
     metrics.update({
-        "entropy/mean": float((batch.entropy * mask).sum() / mask.sum().clamp(min=1)),
-        "lr": c.optimizer.param_groups[0]["lr"],
-        "completion/length_mean": rollout.lengths.float().mean().item(),
-        "completion/length_max": rollout.lengths.max().item(),
-        "completion/truncated_frac": rollout.truncated.float().mean().item(),
-        "completion/repetitive_frac": sum(map(repetitive, rollout.completions)) / len(rollout.completions),
-        "time/step_s": step_s,
-        "perf/tokens_per_s": int(mask.sum()) / step_s,
+        named("entropy/mean"): float((batch.entropy * mask).sum() / mask.sum().clamp(min=1)),
+        named("lr"): c.optimizer.param_groups[0]["lr"],
+        named("completion/length_mean"): rollout.lengths.float().mean().item(),
+        named("completion/length_max"): rollout.lengths.max().item(),
+        named("completion/truncated_frac"): rollout.truncated.float().mean().item(),
+        named("completion/repetitive_frac"): sum(map(repetitive, rollout.completions)) / len(rollout.completions),
+        named("time/step_s"): step_s,
+        named("perf/tokens_per_s"): int(mask.sum()) / step_s,
     })
     metrics.update(tool_scalars(rollout.turns))
     if ranks is not None:  # one process: time/generation_s and time/update_s are its only rank's already
@@ -189,10 +144,10 @@ def tool_scalars(turns: list[list[dict]] | None) -> dict[str, float]:
     counts = [tool_calls(t) for t in turns]
     calls, errors = sum(c for c, _ in counts), sum(e for _, e in counts)
     n = max(len(turns), 1)
-    return {"tools/calls_per_rollout": calls / n, "tools/error_frac": errors / calls if calls else 0.0,
-            "tools/turns_per_rollout": sum(len(t) for t in turns) / n,
+    return {named("tools/calls_per_rollout"): calls / n, named("tools/error_frac"): errors / calls if calls else 0.0,
+            named("tools/turns_per_rollout"): sum(len(t) for t in turns) / n,
             # tools run one after another inside generation: their seconds are a part of time/generation_s
-            "time/tools_s": sum(t.get("seconds") or 0.0 for row in turns for t in row)}
+            named("time/tools_s"): sum(t.get("seconds") or 0.0 for row in turns for t in row)}
 
 
 def log_step_tables(c: Components, step: int, batch, stats: TokenStats, last: LastPass, *, advantages: torch.Tensor,
@@ -225,7 +180,7 @@ def _log_tables(c: Components, step, batch, stats, last, *, advantages, per_toke
             extra_kinds=c.extra_kinds))
     if not stats.tokens:
         return
-    histogram = stats.histogram(step, *cfg.clip_range)
+    histogram = ratio_histogram(stats, step, *cfg.clip_range)
     c.writer.log("histograms", {**histogram, "importance_level": [getattr(cfg, "importance_level", "token")]})
     which = list(range(min(cfg.token_detail_groups, len(batch.rows)) * cfg.group_size))
     if which:

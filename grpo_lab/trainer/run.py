@@ -34,7 +34,8 @@ from grpo_lab.trainer.doctor import Doctor, Finding, stops
 from grpo_lab.trainer.models import load_policy, pick_device
 from grpo_lab.trainer.evaluate import due as eval_due, evaluate
 from grpo_lab.trainer import multiturn
-from grpo_lab.trainer.setup import Components, build_rewards, build_tasks, dry_run, frozen_copy, make_optimizer
+from grpo_lab.trainer.components import Components
+from grpo_lab.trainer.setup import build_rewards, build_tasks, dry_run, frozen_copy, make_optimizer
 from grpo_lab.trainer.sft import warm_start
 from grpo_lab.trainer.tasks import render
 

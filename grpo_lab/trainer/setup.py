@@ -1,65 +1,25 @@
-"""Everything a training loop needs, built once: models, optimizer, task, rewards, writer."""
+"""Building what a training loop needs, once: rewards (and their dry run), tasks, the reference, the optimizer.
+
+run.py puts them together into a `components.Components`.
+"""
 
 from __future__ import annotations
 
 import copy
-import logging
 import re
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable
 
 import torch
 
 from grpo_lab import rewards
-from grpo_lab.rundir.layout import RunLock
-from grpo_lab.rundir.writer import RunWriter
 from grpo_lab.trainer.config import BUILTIN_TASKS, Config, ConfigError
 from grpo_lab.trainer.data import is_data_file, load_task_rows
 from grpo_lab.trainer import multiturn
-from grpo_lab.trainer.distributed import Dist
-from grpo_lab.trainer.models import unwrap
 from grpo_lab.trainer.scoring import make_trainer_state, reward_inputs
-from grpo_lab.trainer.timing import PhaseTimer
 from grpo_lab.trainer.tasks import Task, arithmetic, big_arithmetic, word_problems
 
 # Rewards that read a dataset column, and the column they read unless reward_params say otherwise.
 READS_COLUMN = {"correctness": "answer", "code_tests": "tests"}
-
-
-@dataclass
-class Components:
-    cfg: Config
-    device: torch.device
-    policy: torch.nn.Module
-    tokenizer: Any
-    reference: torch.nn.Module | None  # None when beta == 0: no reference model is loaded
-    optimizer: torch.optim.Optimizer
-    task: Task
-    reward_fns: dict[str, tuple[Callable, float]]
-    writer: RunWriter
-    log: logging.Logger
-    builtin_model: bool
-    value_model: torch.nn.Module | None = None  # PPO only
-    eval_task: Task | None = None  # held-out prompts (eval_every > 0)
-    lock: RunLock | None = None  # held while this process writes the run (rundir.layout.RunLock)
-    timer: PhaseTimer = field(default_factory=PhaseTimer)  # seconds per phase of the current step
-    step: int = 0  # the step being trained (run.py sets it): the evaluation's trainer_state reads it
-    reward_notes: dict[str, str] = field(default_factory=dict)  # this step's first failure per reward (doctor)
-    extra_kinds: dict[str, str] = field(default_factory=dict)  # log_extra column -> "number" or "text" (records)
-    dist: Dist = field(default_factory=Dist)  # this process's place among several (grpo_lab/trainer/distributed.py)
-
-    def __post_init__(self) -> None:
-        if self.device.type == "cuda":
-            from grpo_lab.trainer.perf import GpuPerf
-
-            self.timer.gpu = GpuPerf.of(unwrap(self.policy), self.device)
-
-    def models(self) -> dict[str, torch.nn.Module]:
-        """The trained models, by checkpoint file name (under DDP, the wrapped models)."""
-        out = {"model": unwrap(self.policy)}
-        if self.value_model is not None:
-            out["value"] = self.value_model
-        return out
 
 
 def build_rewards(cfg: Config) -> dict[str, tuple[Callable, float]]:

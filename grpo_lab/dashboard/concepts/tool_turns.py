@@ -3,7 +3,7 @@
 Worked: one group of two rollouts of "123+456=". o1 calls the calculator ("calc 123+456=" is the
 model's, "579" the tool's) and answers 579 (reward 1); o2 guesses 578 (reward 0). The tool's token
 was not sampled from the policy, so it is context: the loss mask the trainer uses
-(trainer/scoring.py `loss_mask`: completion mask times 1 - tool mask) leaves it out, and the loss
+(trainer/batch.py `loss_mask`: completion mask times 1 - tool mask) leaves it out, and the loss
 is computed by the trainer's own `grpo_loss`. Changing what the tool said leaves the loss as it is;
 counting the tool's token (the mistake masking avoids) changes it.
 
@@ -63,7 +63,7 @@ def compute(beta: float = 0.0, eps: float = 0.2) -> Worked:
     A = group_advantages(rewards).advantages[0].double()  # one advantage per rollout, shared by its turns
     settings = LossSettings(epsilon=eps, beta=beta)
     logp_old, logp, mask, tool = _tensors(ROLLOUTS)
-    policy_mask = mask * (1 - tool)  # scoring.loss_mask: the tool's tokens are context
+    policy_mask = mask * (1 - tool)  # batch.loss_mask: the tool's tokens are context
     out = grpo_loss(logp, logp_old, logp_old, A, policy_mask, settings)
     o_old, o_new, _, _ = _tensors(ROLLOUTS, tool_prob=0.001)
     other = grpo_loss(o_new, o_old, o_old, A, policy_mask, settings)

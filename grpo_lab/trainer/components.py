@@ -1,0 +1,60 @@
+"""Everything a step reads and writes, built once by setup.py: models, optimizer, task, rewards, writer.
+
+Its own module so that every stage of the step (sampling.py, scoring.py, advantages.py, logprobs.py,
+updates.py, records.py) can name the type without importing setup.py, which builds it.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+from grpo_lab.rundir.layout import RunLock
+from grpo_lab.rundir.writer import RunWriter
+from grpo_lab.trainer.config import Config
+from grpo_lab.trainer.distributed import Dist
+from grpo_lab.trainer.models import unwrap
+from grpo_lab.trainer.tasks import Task
+from grpo_lab.trainer.timing import PhaseTimer
+
+
+@dataclass
+class Components:
+    cfg: Config
+    device: torch.device
+    policy: torch.nn.Module
+    tokenizer: Any
+    reference: torch.nn.Module | None  # None when beta == 0: no reference model is loaded
+    optimizer: torch.optim.Optimizer
+    task: Task
+    reward_fns: dict[str, tuple[Callable, float]]
+    writer: RunWriter
+    log: logging.Logger
+    builtin_model: bool
+    value_model: torch.nn.Module | None = None  # PPO only
+    eval_task: Task | None = None  # held-out prompts (eval_every > 0)
+    lock: RunLock | None = None  # held while this process writes the run (rundir.layout.RunLock)
+    timer: PhaseTimer = field(default_factory=PhaseTimer)  # seconds per phase of the current step
+    step: int = 0  # the step being trained (run.py sets it): the evaluation's trainer_state reads it
+    reward_notes: dict[str, str] = field(default_factory=dict)  # this step's first failure per reward (doctor)
+    # why this step's update was skipped (updates.py's guard: a non-finite reward, advantage or loss); the doctor
+    # reports it as a critical finding. None: the step updated (or had nothing to train on)
+    skipped_update: str | None = None
+    extra_kinds: dict[str, str] = field(default_factory=dict)  # log_extra column -> "number" or "text" (records)
+    dist: Dist = field(default_factory=Dist)  # this process's place among several (grpo_lab/trainer/distributed.py)
+
+    def __post_init__(self) -> None:
+        if self.device.type == "cuda":
+            from grpo_lab.trainer.perf import GpuPerf
+
+            self.timer.gpu = GpuPerf.of(unwrap(self.policy), self.device)
+
+    def models(self) -> dict[str, torch.nn.Module]:
+        """The trained models, by checkpoint file name (under DDP, the wrapped models)."""
+        out = {"model": unwrap(self.policy)}
+        if self.value_model is not None:
+            out["value"] = self.value_model
+        return out

@@ -1,0 +1,113 @@
+"""Stage 5 of a step: the loss and the optimizer updates, and what each update leaves for the records.
+
+What GRPO and PPO share: the minibatches of a pass, the factor that makes several processes'
+gradients the global batch's, the optimizer step, and the accumulators the records read
+(TokenStats over every pass, LastPass per token, Updates per update).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Iterable
+
+import torch
+import torch.distributed as dist
+
+if TYPE_CHECKING:  # the types alone: distributed.py merges this module's records, setup.py builds Components
+    from grpo_lab.trainer.components import Components
+    from grpo_lab.trainer.distributed import Dist
+
+
+def minibatch_indices(batch: int, minibatches: int) -> list[torch.Tensor]:
+    """Row indices of each minibatch of one pass: the whole batch, or a fresh shuffle cut in pieces."""
+    order = torch.randperm(batch) if minibatches > 1 else torch.arange(batch)
+    return [chunk for chunk in order.chunk(minibatches) if chunk.numel()]
+
+
+def loss_scale(d: Dist, loss_mask: torch.Tensor, aggregation: str) -> float:
+    """The factor on this process's loss that makes the processes' gradient average the gradient of
+    the global batch's loss: world_size * local denominator / global denominator (1 on one process)."""
+    if not d.active:
+        return 1.0
+    if aggregation == "sequence":  # responses with at least one token in the loss
+        local = float((loss_mask.sum(dim=1) > 0).sum())
+    elif aggregation == "token":
+        local = float(loss_mask.sum())
+    else:  # constant: responses x max_new_tokens, the same on every process
+        local = float(loss_mask.shape[0])
+    total = d.all_reduce([local], dist.ReduceOp.SUM)[0]
+    return d.world_size * local / total if total > 0 else 0.0
+
+
+def optimizer_step(c: Components, loss: torch.Tensor, clip: Iterable[Iterable[torch.nn.Parameter]],
+                   scale: float = 1.0) -> list[float]:
+    """zero_grad, backward of loss * scale, each parameter group's gradient clipped to max_grad_norm
+    on its own (the value loss must not squeeze the policy's), then the optimizer step.
+    Returns each group's gradient norm before clipping."""
+    max_norm = c.cfg.max_grad_norm if c.cfg.max_grad_norm > 0 else float("inf")
+    c.optimizer.zero_grad(set_to_none=True)
+    (loss * scale).backward()
+    norms = [float(torch.nn.utils.clip_grad_norm_(params, max_norm)) for params in clip]
+    c.optimizer.step()
+    return norms
+
+
+# --- what the updates leave for the records ---------------------------------------------------------
+
+
+@dataclass
+class TokenStats:
+    """Per-token figures accumulated over every optimisation pass of one step."""
+
+    ratios: list[torch.Tensor] = field(default_factory=list)
+    kls: list[torch.Tensor] = field(default_factory=list)
+    clipped_low: int = 0
+    clipped_high: int = 0
+    tokens: int = 0
+
+    def add(self, ratio: torch.Tensor, kl: torch.Tensor, low: torch.Tensor, high: torch.Tensor,
+            mask: torch.Tensor) -> None:
+        real = mask.bool()
+        self.ratios.append(ratio.detach()[real].float().cpu())
+        self.kls.append(kl.detach()[real].float().cpu())
+        self.clipped_low += int((low & real).sum())
+        self.clipped_high += int((high & real).sum())
+        self.tokens += int(real.sum())
+
+
+@dataclass
+class LastPass:
+    """Per-token values of the last optimisation pass (each (B, T)): what the samples and tokens
+    tables show for each completion once the step is done."""
+
+    logp_new: torch.Tensor
+    ratio: torch.Tensor
+    kl: torch.Tensor
+    clipped_low: torch.Tensor
+    clipped_high: torch.Tensor
+
+    @classmethod
+    def like(cls, old_logp: torch.Tensor) -> "LastPass":
+        zeros, no = torch.zeros_like(old_logp), torch.zeros_like(old_logp, dtype=torch.bool)
+        return cls(logp_new=zeros.clone(), ratio=zeros.clone(), kl=zeros.clone(), clipped_low=no.clone(),
+                   clipped_high=no.clone())
+
+    def record(self, idx: torch.Tensor, *, logp: torch.Tensor, ratio: torch.Tensor, kl: torch.Tensor,
+               clipped_low: torch.Tensor, clipped_high: torch.Tensor) -> None:
+        self.logp_new[idx], self.ratio[idx], self.kl[idx] = logp.detach(), ratio.detach(), kl.detach()
+        self.clipped_low[idx], self.clipped_high[idx] = clipped_low, clipped_high
+
+
+@dataclass
+class Updates:
+    """What each optimizer update of a step logs, in update order (every minibatch of every pass);
+    losses already scaled as the update minimised them."""
+
+    losses: list[float] = field(default_factory=list)
+    policy_losses: list[float] = field(default_factory=list)
+    grad_norms: list[float] = field(default_factory=list)
+
+    def add(self, loss: float, policy_loss: float, grad_norm: float) -> None:
+        self.losses.append(loss)
+        self.policy_losses.append(policy_loss)
+        self.grad_norms.append(grad_norm)
