@@ -139,3 +139,38 @@ def test_force_replaces_a_rescore_whole(verl_run):
     assert [p.name for p in (verl_run / "rescores").iterdir() if p.name.startswith(".tmp")] == []
     group = rescore.read_group(verl_run, "again", 1, 0)
     assert group["sample_idx"].tolist() == sorted(group["sample_idx"]) and len(group) > 0
+
+
+# --- the Groups page -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_groups_page_shows_a_rescore_beside_the_run_and_starts_one(verl_run, monkeypatch, lang):
+    from app_helpers import html_bodies, open_page, texts
+    from grpo_lab.dashboard import i18n
+    from grpo_lab.dashboard.views import rescore_view
+
+    translate = lambda key, lang: i18n.texts(lang)[key]  # noqa: E731
+
+    monkeypatch.setenv("GRPO_LAB_RUNS_DIR", str(verl_run.parent))
+    monkeypatch.delenv("GRPO_LAB_REWARD_MODULES", raising=False)
+    rescore.rescore(verl_run, rescore.parse_request("length", params={"length": {"max_len": 1}}, name=f"shown-{lang}"),
+                    force=True)
+    at = open_page("groups", run="verl", lang=lang)
+    assert at.selectbox(key=rescore_view.PICK_KEY).value == f"shown-{lang}"  # the newest
+    assert 'class="grpo-rescore"' in html_bodies(at) and translate("rescore.col.a", lang) in html_bodies(at)
+    assert translate("rescore.changed", lang) in [m.label for m in at.metric]
+
+    # a module:function reward outside GRPO_LAB_REWARD_MODULES is refused, nothing written
+    at.text_input(key="rescore_spec").set_value("trl_helpers:correct")
+    at.text_input(key="rescore_name").set_value(f"form-{lang}")
+    next(b for b in at.button if b.label == translate("rescore.start", lang)).click()
+    at.run(timeout=120)
+    assert "GRPO_LAB_REWARD_MODULES" in texts(at.error) and not (verl_run / "rescores" / f"form-{lang}").exists()
+
+    monkeypatch.setenv("GRPO_LAB_REWARD_MODULES", "trl_helpers")
+    next(b for b in at.button if b.label == translate("rescore.start", lang)).click()
+    at.run(timeout=120)
+    assert not at.exception and not at.error, texts(at.error)
+    assert at.selectbox(key=rescore_view.PICK_KEY).value == f"form-{lang}"  # the new one is shown
+    assert rescore.read_summary(verl_run, f"form-{lang}")["rewards"] == {"trl_helpers:correct": 1.0}

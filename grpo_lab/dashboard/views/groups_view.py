@@ -155,6 +155,8 @@ def show_group(info: RunInfo, target: Target) -> None:
     st.html(markup.responses_table(group, reward_columns(group), markers=markers))
     turns_view.show(group, markers)  # runs with tools: each rollout's tool calls and results, set apart
     rating.show(info, target, group)  # a person's scores for these completions (rundir/labels.py)
+    from grpo_lab.dashboard.views import rescore_view  # noqa: PLC0415 - one call site, kept in one edit
+    rescore_view.render(info, target, group)  # another reward's scores and advantages beside the run's (grpo_lab/rescore.py)
     if "rewards/correctness" in group and "answer" in group and group["answer"].notna().any():
         show_verdicts(group, (cfg.get("reward_params") or {}).get("correctness") or {})
     show_computation(group, worked, std_mode, ppo=settings.algo == "ppo")
