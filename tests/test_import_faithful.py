@@ -134,6 +134,8 @@ def test_trl_weights_that_cannot_be_read_back_are_asked_for(trl_out, tmp_path, c
         if "reward" in record:
             record["reward"] += 0.3 * (k + 1)  # no weights reproduce these
     state_path.write_text(json.dumps(state))
+    for saved in tampered.rglob("training_args.bin"):  # the weights are inferred only where no GRPOConfig records them
+        saved.unlink()
     runs = tmp_path / "runs"
     for source, extra, expected in (
             (no_state, [], "give the reward functions and their weights with --reward-weights"),

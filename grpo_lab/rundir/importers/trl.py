@@ -17,7 +17,10 @@ What TRL leaves there (GRPOTrainer, trl 1.16):
   In a run with tools, a completion is the conversation with its tool calls and results:
   read into `turns`, `tool_calls`, `tool_errors` (importers/turns.py) when any completion made a call.
 - `trainer_state.json` (`trainer.save_state()`, or inside each `checkpoint-<step>/`):
-  `log_history`, one record per log call with the metrics and `step`.
+  `log_history`, one record per log call with the metrics and `step`; its keys sorted.
+- `training_args.bin` (`save_model()`, and in each checkpoint): the GRPOConfig, pickled; read
+  without running it (importers/trl_args.py). The only place that records `reward_weights` and
+  `num_generations`, which are then taken as recorded, not inferred.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from grpo_lab.rundir.importers import limits, names, samples, turns, weights
+from grpo_lab.rundir.importers import limits, names, samples, trl_args, turns, weights
 from grpo_lab.rundir.importers.build import SourceError, finish, open_writer, scalar_row
 from grpo_lab.rundir.layout import RunPaths
 
@@ -96,10 +99,13 @@ def convert(source: Path, paths: RunPaths, *, name: str, std_mode: str, group_si
         raise SourceError(f"{source}: expected a TRL output folder: completions/completions_<step>.parquet "
                           "(GRPOConfig(log_completions=True)) and/or trainer_state.json")
     state = read_state(state_path)
+    args_path = trl_args.find(source, latest_checkpoints(source))
+    options = trl_args.read(args_path) if args_path is not None else {}
     history = [r for r in state["log_history"] if isinstance(r, dict) and isinstance(r.get("step"), int)]
     fn_names = sorted({k.split("/")[1] for r in history for k in r
                        if k.startswith("rewards/") and k.endswith("/mean") and k.count("/") == 2})
     fn_names = fn_names or sorted(reward_weights)  # no trainer_state.json: the functions the option names
+    fn_names, ordered = functions_in_order(fn_names, files)
     evaluated = {r["step"] for r in history if any(k.startswith("eval_") for k in r)}
     # Pass 1: which files hold a new training batch, num_generations, and each batch's reward terms.
     kept, terms, batches, previous, tools = [], {}, [], None, False
@@ -114,9 +120,17 @@ def convert(source: Path, paths: RunPaths, *, name: str, std_mode: str, group_si
                 terms[step] = weights.batch_terms(per_fn)
                 batches.append((per_fn, advantage))
         previous = key
-    group_size = group_size or infer_group_size(kept)
+    recorded_g = options.get("num_generations")
+    recorded_g = recorded_g if isinstance(recorded_g, int) and not isinstance(recorded_g, bool) and recorded_g > 0 else None
+    group_size = group_size or recorded_g or (infer_group_size(kept) if kept else None)
+    recorded = (trl_args.reward_weights(options, len(fn_names), f"{args_path}: reward_weights")
+                if args_path is not None and fn_names else None)
     w = run_weights(source, fn_names, reward_weights, history, {s: t for s, t in terms.items() if t},
-                    lambda found: weights.reproduces_advantages(batches, found, group_size) if batches else None)
+                    lambda found: weights.reproduces_advantages(batches, found, group_size) if batches else None,
+                    recorded=recorded, ordered=ordered, recorded_in=args_path)
+    weights_from = ("--reward-weights" if reward_weights else
+                    f"{args_path.relative_to(source)} (GRPOConfig reward_weights)" if recorded is not None
+                    else "the run's logged reward")
 
     writer = open_writer(paths)
     times = {step: path.stat().st_mtime for step, path in files}
@@ -127,8 +141,9 @@ def convert(source: Path, paths: RunPaths, *, name: str, std_mode: str, group_si
                    weights=w, kinds=kinds, tools=tools)
 
     rows: dict[int, dict[str, float]] = {}
+    differing = names.differing_metrics(options)  # TRL metrics that mean something else under these options
     for record in history:  # training, evaluation and end-of-training records of a step make one row
-        rows.setdefault(record["step"], {}).update(names.metrics(record))
+        rows.setdefault(record["step"], {}).update(names.metrics(record, differing))
     for step, values in sorted(rows.items()):
         writer.log("scalars", scalar_row(step, times.get(step), start, values))
     writer.close()
@@ -139,20 +154,39 @@ def convert(source: Path, paths: RunPaths, *, name: str, std_mode: str, group_si
         "advantage_epsilon": 1e-4,  # TRL divides by std + 1e-4
         "model": model_name(source), "task": "TRL train_dataset", "group_size": group_size,
         "std_mode": std_mode, "max_steps": state.get("max_steps") or last, "token_detail_groups": 0,
-        "rewards": w, "reward_weights_from": "--reward-weights" if reward_weights else "the run's logged reward",
+        "rewards": w, "reward_weights_from": weights_from,
         "trl/logging_steps": state.get("logging_steps"), "trl/train_batch_size": state.get("train_batch_size"),
         "imported_from": str(source.resolve()),
     }
+    if options:  # the saved GRPOConfig: our fields where they map, every option as trl/<name> (as the callback)
+        config = {**names.options(options), **names.trl_options(options), **config}
     finish(paths, config, step=last, total_steps=int(state.get("max_steps") or last),
            started_at=start, updated_at=max(times.values()) if times else None)
 
 
+def functions_in_order(fns: list[str], files: list[tuple[int, Path]]) -> tuple[list[str], bool]:
+    """The reward functions in reward_funcs order, and whether that order is known: TRL writes one
+    column per function, in that order, into each completions file (trainer_state.json sorts its
+    keys). A function without a column keeps the sorted order, unknown."""
+    for _, path in files[:1]:
+        limits.require_regular(path)  # pyarrow would wait on a FIFO for good
+        try:
+            columns = pq.read_schema(path).names
+        except Exception:  # noqa: BLE001 - read_completions names the file's problem later
+            break
+        if set(fns) <= set(columns):
+            return [c for c in columns if c in fns], True
+    return fns, len(fns) <= 1
+
+
 def run_weights(source: Path, fns: list[str], given: dict[str, float], history: list[dict[str, Any]],
-                terms: dict[int, dict[str, float]], confirm) -> dict[str, float]:
-    """The reward weights: --reward-weights when given (for exactly the run's functions), else read
-    back from the logged reward (importers/weights.py) and confirmed by TRL's advantages
-    (`confirm(w)`: None when there are no completions to check with, then only an overdetermined
-    fit counts), else a refusal naming the option."""
+                terms: dict[int, dict[str, float]], confirm, *, recorded: list[float] | None = None,
+                ordered: bool = True, recorded_in: Path | None = None) -> dict[str, float]:
+    """The reward weights: --reward-weights when given (for exactly the run's functions); else as the
+    folder's GRPOConfig records them (`recorded`, reward_funcs order; trl_args.py); else read back
+    from the logged reward (importers/weights.py) and confirmed by TRL's advantages (`confirm(w)`:
+    None when there are no completions to check with, then only an overdetermined fit counts);
+    else a refusal naming the option."""
     example = ",".join(f"{fn}=1" for fn in fns) or "<function>=1"
     if given:
         if fns and set(given) != set(fns):
@@ -168,6 +202,13 @@ def run_weights(source: Path, fns: list[str], given: dict[str, float], history: 
     from_files = [(terms[s], float(v)) for s, v in logged.items() if s in terms]
     from_means = [({fn: _float(r.get(f"rewards/{fn}/mean")) for fn in fns}, float(r["reward"])) for r in history
                   if r.get("step") in logged and "reward" in r and not any(k.startswith("eval_") for k in r)]
+    if recorded is not None:
+        found = weights.assign_recorded(fns, recorded, ordered, from_files or from_means)
+        if found is None:
+            raise SourceError(f"{recorded_in}: reward_weights {recorded} are recorded, but which function each "
+                              f"belongs to is not (no completions file, and the logged rewards fit several "
+                              f"orders): give them, e.g. --reward-weights {example}")
+        return found
     found = None
     for equations in (from_files, from_means):
         fitted = weights.fit(fns, equations)

@@ -93,3 +93,33 @@ def _matches(per_fn: dict[str, list[float]], logged: list[float], w: dict[str, f
         adv = (grouped - mean) / (std + 1e-4) if mode != "none" else grouped - mean
     adv = np.nan_to_num(adv.reshape(-1), nan=0.0)
     return bool(np.abs(adv - logged_adv).max() <= 1e-3 * max(1.0, float(np.abs(logged_adv).max())))
+
+
+def assign_recorded(fns: list[str], recorded: list[float], ordered: bool,
+                    equations: list[tuple[dict[str, float], float]]) -> dict[str, float] | None:
+    """The weights a run's saved GRPOConfig records (`recorded`, in reward_funcs order) by function.
+
+    `ordered`: `fns` is in reward_funcs order (the completions file's columns are); else (only
+    trainer_state.json, whose keys are sorted) the order is unknown, and the one assignment of the
+    recorded weights that reproduces every logged reward is taken; None when none or several do.
+
+    >>> assign_recorded(["b", "a"], [2.0, 0.5], True, [])
+    {'b': 2.0, 'a': 0.5}
+    >>> steps = [({"a": 1.0, "b": 0.0}, 0.5), ({"a": 0.0, "b": 1.0}, 2.0)]
+    >>> assign_recorded(["a", "b"], [2.0, 0.5], False, steps)
+    {'a': 0.5, 'b': 2.0}
+    >>> assign_recorded(["a", "b"], [2.0, 0.5], False, [({"a": 1.0, "b": 1.0}, 2.5)]) is None  # either order fits
+    True
+    """
+    from itertools import permutations  # noqa: PLC0415
+
+    if ordered or len(set(recorded)) <= 1:
+        return dict(zip(fns, recorded))
+    rows = [(terms, b) for terms, b in equations
+            if math.isfinite(b) and all(math.isfinite(terms.get(fn, math.nan)) for fn in fns)]
+    fitting = set()
+    for order in permutations(recorded) if rows and len(fns) <= 6 else ():
+        w = dict(zip(fns, order))
+        if all(abs(sum(w[fn] * terms[fn] for fn in fns) - b) <= TOLERANCE * max(1.0, abs(b)) for terms, b in rows):
+            fitting.add(tuple(order))
+    return dict(zip(fns, fitting.pop())) if len(fitting) == 1 else None
