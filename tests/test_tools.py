@@ -101,14 +101,16 @@ def test_a_tag_call_fills_the_first_parameter():
 def test_raise_hang_and_huge_output_become_error_texts():
     tools = {"calculator": calculator, "slow": _slow, "huge": lambda: "x" * 10_000}
     raised = run_call(ToolCall("calculator", {"expression": "1/0"}), tools)
-    assert raised.text == "error: ZeroDivisionError: division by zero" and raised.error
+    # the model reads TRL 1.16's failure text, str({"error": str(e)}); the run records the type too
+    assert raised.text == "{'error': 'division by zero'}" and raised.error == "ZeroDivisionError: division by zero"
     start = time.perf_counter()
     hung = run_call(ToolCall("slow", {"seconds": 5}), tools, timeout_s=0.2)
-    assert time.perf_counter() - start < 2 and hung.text == "error: timed out after 0.2 s"
+    assert time.perf_counter() - start < 2 and hung.text == "{'error': 'timed out after 0.2 s'}"
     huge = run_call(ToolCall("huge", {}), tools, max_chars=100)
-    assert huge.text.startswith("error: output too long (10000 characters")
-    assert run_call(ToolCall("nope", {}), tools).text.startswith("error: unknown tool 'nope'")
-    assert run_call(ToolCall("slow", {"bad": 1}), tools).text.startswith("error: TypeError")
+    assert huge.text.startswith("{'error': 'output too long (10000 characters")
+    unknown = run_call(ToolCall("nope", {}), tools)
+    assert unknown.text == "{'error': 'Tool nope not found.'}" and unknown.error.startswith("unknown tool 'nope'")
+    assert run_call(ToolCall("slow", {"bad": 1}), tools).error.startswith("TypeError")
 
 
 # --- loading ---------------------------------------------------------------------------------------
@@ -146,10 +148,10 @@ def test_python_tool_runs_in_the_sandbox_and_its_failures_are_texts():
     tools = load_tools("python")
     run = lambda code: run_call(ToolCall("python", {"code": code}), tools)  # noqa: E731
     assert run("print(12345 * 6789)").text == "83810205"
-    assert run("raise ValueError('bad')").text == "error: RuntimeError: ValueError: bad"
+    assert run("raise ValueError('bad')").text == "{'error': 'ValueError: bad'}"
     # no network inside bubblewrap (the trainer's process would have one)
     assert "Network is unreachable" in run("import socket; socket.create_connection(('1.1.1.1', 80))").text
-    assert run("print('x' * 10**6)").text.startswith("error: ValueError: output too long")
+    assert run("print('x' * 10**6)").text.startswith("{'error': 'output too long")
     # the sandbox's own 4 s kill must come first: a wider runner limit, so a slow sandbox start cannot race it
     hung = run_call(ToolCall("python", {"code": "while True: pass"}), tools, timeout_s=python_tool.WALL_S + 5)
     assert hung.error == "TimeoutError: the code ran past 4 s" and hung.seconds < python_tool.WALL_S + 3

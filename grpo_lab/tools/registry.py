@@ -1,8 +1,9 @@
 """Tools by name: built-ins, `module:function`, and an environment class whose methods are tools.
 
 As TRL takes them: a tool is a plain function with type hints and a docstring; an environment is
-a class, one fresh instance per rollout, whose public methods are the tools and whose `reset`
-receives the row's columns (TRL's `environment_factory`).
+a class, one fresh instance per rollout, whose public methods are the tools (`reset` and
+`get_reward` excepted) and whose `reset` receives the row (TRL's `environment_factory`;
+environments.py: the row's prompt, the observation reset returns, get_reward as a reward).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import importlib
 import inspect
 from collections.abc import Callable
 
+from grpo_lab.tools import environments
 from grpo_lab.tools.calculator import calculator
 from grpo_lab.tools.python_tool import python
 
@@ -57,20 +59,19 @@ def load_environment(spec: str) -> type:
     cls = _import(spec, "environment")
     if not inspect.isclass(cls):
         raise ToolError(f"environment: {spec!r} is not a class")
-    if not environment_tools(cls):
-        raise ToolError(f"environment: {spec!r} has no public methods to use as tools")
+    if not environment_tools(cls) and not environments.owns_reward(cls):
+        raise ToolError(f"environment: {spec!r} has no public methods to use as tools, and no get_reward")
     return cls
 
 
 def environment_tools(obj) -> dict[str, Callable]:
-    """The public methods of an environment (class or instance), reset excepted."""
+    """The public methods of an environment (class or instance), reset and get_reward excepted:
+    get_reward scores the rollout (environments.reward_source), it is not offered to the model."""
     return {name: getattr(obj, name) for name, member in inspect.getmembers(obj, callable)
-            if not name.startswith("_") and name != "reset" and not inspect.isclass(member)}
+            if not name.startswith("_") and name not in environments.NOT_TOOLS and not inspect.isclass(member)}
 
 
 def new_environment(cls: type, row: dict) -> object:
-    """A fresh instance for one rollout, reset with the row's columns (its tools: environment_tools)."""
-    env = cls()
-    if callable(getattr(env, "reset", None)):
-        env.reset(**row)
-    return env
+    """A fresh instance for one rollout, reset with the row as TRL passes it (environments.start:
+    with the observation reset returns)."""
+    return environments.start(cls, row, "").environment
