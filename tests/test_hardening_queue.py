@@ -33,7 +33,8 @@ def runs(tmp_path, monkeypatch):
 
 
 def plant(runs, name, argv, sign=False, **extra):
-    entry = {"name": name, "queued": True, "argv": argv, "processes": 1, "queued_at": time.time(), **extra}
+    entry = {"name": name, "queued": True, "argv": argv, "processes": 1, "queued_at": time.time(),
+             "id": launcher.entry_id(), **extra}
     if sign:
         entry["signature"] = launcher.sign_entry(runs, entry)
     write_json_atomic(runs / launcher.LAUNCH_DIR / f"{name}.json", entry)
@@ -99,7 +100,7 @@ def test_the_key_lives_outside_the_runs_folder_readable_by_its_owner_only(runs):
     launcher.queue_key()
     assert not key.resolve().is_relative_to(runs.resolve())
     assert stat.S_IMODE(os.stat(key).st_mode) == 0o600 and len(launcher.queue_key()) == 32
-    assert launcher.run_nonce(runs, "a") != launcher.run_nonce(runs, "b") != launcher.run_nonce(runs.parent, "b")
+    assert launcher.run_nonce(runs, "a") != launcher.run_nonce(runs, "b") != launcher.run_nonce(runs.parent / "other-runs", "b")
 
 
 # --- resume -------------------------------------------------------------------------------------

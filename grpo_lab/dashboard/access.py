@@ -9,8 +9,9 @@ The dashboard launches processes and shows files, so it is for the person at thi
   [::1], the configured server.address, or GRPO_LAB_ALLOWED_HOSTS). A page from another site whose
   name was re-pointed at 127.0.0.1 (DNS rebinding) has a loopback peer but its own Host: it gets the
   token prompt. Wrong tokens are rate-limited, per session and per process.
-- Paths typed into the launch form (task, model, held-out file) must lie inside the data folders:
-  the project, the runs folder, and those listed in GRPO_LAB_DATA_DIRS (separated by ':').
+- Paths typed into the launch form (task, model, held-out file), and those inside reward_params
+  (REWARD_PATH_PARAMS: from a config file or a resumed run's config.json), must lie inside the data
+  folders: the project, the runs folder, and those listed in GRPO_LAB_DATA_DIRS (separated by ':').
 - A reward named as `module:function` must come from a module listed in GRPO_LAB_REWARD_MODULES
   (comma-separated prefixes); registered rewards are always allowed.
 """
@@ -33,6 +34,10 @@ TOKEN_ENV, DATA_DIRS_ENV, REWARD_MODULES_ENV = ("GRPO_LAB_DASHBOARD_TOKEN", "GRP
                                                  "GRPO_LAB_REWARD_MODULES")
 ALLOWED_HOSTS_ENV = "GRPO_LAB_ALLOWED_HOSTS"
 PATH_OPTIONS = ("task", "model", "eval_split")
+# the registered rewards' parameters that name a file or folder (grpo_lab/rewards/registry.py): a ratings
+# file, a reward model (a folder, or a hub id), the interpreter code_tests runs completions with
+REWARD_PATH_PARAMS = {"human_feedback": ("path",), "reward_model": ("model",), "code_tests": ("python",)}
+ALWAYS_PATHS = ("path", "python")  # never a hub id: checked even without a leading / . ~
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
 HOST_NAME = re.compile(r"[a-z0-9._-]+|[0-9a-f:.]+")  # a DNS name or an IP address, nothing else
 FREE_TRIES, PROCESS_FREE_TRIES, MAX_WAIT_S = 5, 20, 300  # wrong tokens before waits start; longest wait
@@ -132,9 +137,14 @@ def check_launch(values: dict[str, Any], runs_dir: Path) -> str | None:
     from grpo_lab.trainer.hub import looks_local
 
     allowed = data_dirs(runs_dir)
-    for option in PATH_OPTIONS:
-        value = values.get(option)
-        if not isinstance(value, str) or not value or not (looks_local(value) or is_data_file(value)):
+    paths = [(option, values.get(option), False) for option in PATH_OPTIONS]
+    params = values.get("reward_params")
+    for reward, names in REWARD_PATH_PARAMS.items():  # paths inside reward_params (a config file, a resumed run)
+        given = params.get(reward) if isinstance(params, dict) else None
+        paths += [(f"reward_params.{reward}.{n}", given.get(n), n in ALWAYS_PATHS) for n in names
+                  if isinstance(given, dict)]
+    for option, value, always in paths:
+        if not isinstance(value, str) or not value or not (always or looks_local(value) or is_data_file(value)):
             continue  # a built-in name or a hub id
         path = Path(value).expanduser()
         resolved = (path if path.is_absolute() else project_dir() / path).resolve()

@@ -50,6 +50,14 @@ def command(argv: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from grpo_lab.dashboard.launching.keys import KeyDirError, check_key_dir
+    from grpo_lab.rundir.layout import default_runs_dir
+
+    try:  # a key others may read would let them sign queue entries: refused before the server starts
+        check_key_dir(Path(default_runs_dir()))
+    except KeyDirError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     cmd = command(sys.argv[1:] if argv is None else argv)
     os.execv(cmd[0], cmd)  # becomes the server: Ctrl-C and signals reach Streamlit itself
     return 0  # not reached

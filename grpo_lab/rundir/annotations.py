@@ -11,13 +11,13 @@ check_note), and a file that fails them reads as no annotations plus one problem
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from grpo_lab.rundir import json_file
 from grpo_lab.rundir.layout import write_json_atomic
 from grpo_lab.rundir.reader import UnsafeFileError, open_regular
 
@@ -92,11 +92,13 @@ def read(run_dir: str | Path) -> Annotations:
     try:
         if len(raw) > MAX_FILE_BYTES:
             raise AnnotationError(f"larger than {MAX_FILE_BYTES // 1000} KB")
-        data = json.loads(raw)
+        data = json_file.parse(raw, FILE)  # the runs folder's one parser: a 100,000-deep file is one line too
         if not isinstance(data, dict):
             raise AnnotationError("not a JSON object")
         return Annotations(tuple(check_tags(data.get("tags") or [])), check_note(data.get("note")))
-    except (ValueError, AnnotationError) as exc:  # JSONDecodeError is a ValueError
+    except json_file.JsonFileError as exc:  # names the file itself
+        return Annotations(problems=[str(exc)])
+    except (ValueError, AnnotationError) as exc:
         return Annotations(problems=[f"{FILE} is ignored: {str(exc).splitlines()[0][:160]}"])
 
 

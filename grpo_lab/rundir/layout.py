@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from grpo_lab.rundir.json_file import read_json  # noqa: F401 - the one JSON reader, re-exported for its callers
+
 SCHEMA_VERSION = 3
 RUNS_DIR_ENV = "GRPO_LAB_RUNS_DIR"
 SOURCES_KEY = "sources"  # config.json: where each option's value came from (not an option itself)
@@ -102,18 +104,6 @@ def write_json_atomic(path: Path, data: Any) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-
-
-def read_json(path: Path) -> dict[str, Any] | None:
-    """The file's mapping, or None when it is missing or unreadable."""
-    try:  # O_NONBLOCK and a regular-file check: a FIFO planted as status.json must not hang a reader
-        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as fh:
-            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-                return None
-            data = json.loads(fh.read())
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
 
 
 class RunLock:

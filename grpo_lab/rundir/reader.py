@@ -21,8 +21,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from grpo_lab.rundir.layout import SCHEMA_VERSION, TABLES, RunPaths, read_json, valid_run_name, visible_parts
-from grpo_lab.rundir.status import read_status
+from grpo_lab.rundir import json_file
+from grpo_lab.rundir.layout import SCHEMA_VERSION, TABLES, RunPaths, valid_run_name, visible_parts
+from grpo_lab.rundir.status import read_status_checked
 
 class RunNameError(ValueError):
     """A run name that is not allowed, or that would lead outside the runs folder."""
@@ -150,13 +151,15 @@ def read_run(runs_dir: str | Path, name: str) -> RunInfo:
     problems: list[str] = []
     if not path.is_dir():
         return RunInfo(name, path, None, None, [f"no run directory {path}"])
-    status = read_status(paths.status)
-    config = read_json(paths.config)
-    problems += [line for f in (paths.log, paths.status, paths.config) if (line := unsafe_file(f, path))]
-    if status is None:
-        problems.append("status.json is missing or unreadable: the run may still be starting, or never started")
-    if config is None:
-        problems.append("config.json is missing or unreadable")
+    status, status_problem = read_status_checked(paths.status)
+    config, config_problem = json_file.read(paths.config)
+    unsafe = {f.name: line for f in (paths.log, paths.status, paths.config) if (line := unsafe_file(f, path))}
+    problems += unsafe.values()
+    # why each was not read, once: unsafe (a symlink out, a FIFO), else too large, too deep, not JSON
+    if status is None and "status.json" not in unsafe:
+        problems.append(status_problem or "status.json is missing: the run may still be starting, or never started")
+    if config is None and "config.json" not in unsafe:
+        problems.append(config_problem or "config.json is missing")
     written = _int((status or {}).get("schema_version"), SCHEMA_VERSION)
     if written > SCHEMA_VERSION:
         problems.append(f"written by a newer version of grpo-lab (run-directory schema {written}; this one reads up "
@@ -179,6 +182,9 @@ def list_runs(runs_dir: str | Path) -> list[RunInfo]:
                 runs.append(read_run(runs_dir, entry.name))
         except (OSError, RunNameError):
             continue
+        except Exception as exc:  # noqa: BLE001 - one run's files never take the listing of the others down
+            runs.append(RunInfo(entry.name, Path(runs_dir) / entry.name, None, None,
+                                [f"could not be read ({type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''})"]))
     runs.sort(key=lambda r: (r.started_at or 0.0, r.name), reverse=True)
     return runs
 

@@ -7,7 +7,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from grpo_lab.rundir.layout import SCHEMA_VERSION, full_disk, read_json, write_json_atomic
+from grpo_lab.rundir import json_file
+from grpo_lab.rundir.layout import SCHEMA_VERSION, full_disk, write_json_atomic
 
 STATES = ("starting", "running", "finished", "failed", "stopped")
 ACTIVE_STATES = ("starting", "running")
@@ -61,9 +62,15 @@ def read_status(path: Path) -> dict[str, Any] | None:
     A trainer killed with SIGKILL cannot write its own epitaph, so the reader supplies it; nor can
     one whose disk filled beyond its reserve (rundir.layout.make_reserve): then the epitaph says so.
     """
-    data = read_json(path)
+    return read_status_checked(path)[0]
+
+
+def read_status_checked(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """(read_status's mapping, None), or (None, the line saying why status.json was not read: too
+    large, too deep, not JSON; None when it is simply missing)."""
+    data, problem = json_file.read(path)
     if data is None:
-        return None
+        return None, problem
     alive = pid_alive(data.get("pid"))
     data["alive"] = alive
     if data.get("state") in ACTIVE_STATES and not alive:
@@ -72,4 +79,4 @@ def read_status(path: Path) -> dict[str, Any] | None:
             full = full_disk(Path(path).parent)
             data["error"] = (f"trainer process ended without reporting, on a full disk: {full}" if full
                              else "trainer process ended without reporting (killed?)")
-    return data
+    return data, None

@@ -19,9 +19,30 @@ KEY_DIR_ENV = "GRPO_LAB_KEY_DIR"  # where queue.key lives (default: $XDG_CONFIG_
 NONCE_ENV = "GRPO_LAB_RUN_NONCE"  # in a launched trainer's environment: which run folder it trains
 
 
+class KeyDirError(ValueError):
+    """The key folder lies where others may read or write it; the message is one line."""
+
+
 def key_dir() -> Path:
     base = os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config"
     return Path(os.environ.get(KEY_DIR_ENV) or Path(base) / "grpo-lab")
+
+
+def check_key_dir(runs_dir: Path) -> None:
+    """KeyDirError (one line) when the key folder lies inside the runs folder or a data folder
+    (access.data_dirs): whoever can write a runs folder, or read what the launch form may read, could
+    then sign queue entries. The default folder (under ~/.config) is not held against the project
+    folder, which is the current folder for an installed package and may be the home folder."""
+    from grpo_lab.dashboard import access
+
+    key = key_dir().expanduser().resolve()
+    runs = Path(runs_dir).resolve()
+    folders = [(runs, "the runs folder")] + [(f, "a data folder") for f in access.data_dirs(runs_dir) if f != runs]
+    for folder, kind in folders:
+        default_in_project = not os.environ.get(KEY_DIR_ENV) and folder == access.project_dir().resolve()
+        if key.is_relative_to(folder) and not default_in_project:
+            raise KeyDirError(f"{KEY_DIR_ENV}: {key} lies inside {kind} {folder}, where others may read or plant "
+                              "files; keep the key folder outside every runs and data folder")
 
 
 def queue_key() -> bytes:
@@ -50,6 +71,7 @@ def queue_key() -> bytes:
 
 
 def _mac(purpose: str, runs_dir: Path, payload: Any) -> str:
+    check_key_dir(runs_dir)  # never sign, nor trust a signature, with a key others may hold
     message = json.dumps([purpose, str(Path(runs_dir).resolve()), payload], sort_keys=True, default=str)
     return hmac.new(queue_key(), message.encode(), hashlib.sha256).hexdigest()
 
@@ -67,3 +89,48 @@ def run_nonce(runs_dir: Path, name: str) -> str:
     """What a trainer launched for runs_dir/name finds in its environment (NONCE_ENV): bound to
     the resolved folder and keyed, so neither a decoy nor another folder's trainer has it."""
     return _mac("run", runs_dir, name)
+
+
+# --- queue entries are used once, and expire ------------------------------------------------------
+# A signed entry copied aside and put back after its run was deleted is still signed: each entry
+# carries a random id (signed with it), and the ids of started entries are kept in the key folder,
+# outside every runs folder, so a copy is refused. Kept as long as an entry may wait in the queue:
+# an older entry is refused for its age, so its id need not be remembered longer.
+MAX_ENTRY_AGE_S = 7 * 24 * 3600  # a week: a queue waits for a free slot, not for days on end
+USED_FILE = "used-queue-entries"
+
+
+def entry_id() -> str:
+    return secrets.token_hex(16)
+
+
+def _used() -> dict[str, float]:
+    try:
+        lines = (key_dir() / USED_FILE).read_text().splitlines()
+    except OSError:
+        return {}
+    out = {}
+    for line in lines:
+        when, _, ident = line.partition(" ")
+        try:
+            out[ident] = float(when)
+        except ValueError:
+            continue
+    return out
+
+
+def entry_used(ident: Any) -> bool:
+    return isinstance(ident, str) and ident in _used()
+
+
+def mark_used(ident: str, now: float) -> None:
+    """Remember `ident` as started (before the trainer starts: a crash in between leaves it used, never
+    startable twice); ids older than MAX_ENTRY_AGE_S are dropped, their entries refused by age anyway."""
+    path = key_dir() / USED_FILE
+    kept = {i: t for i, t in _used().items() if now - t <= MAX_ENTRY_AGE_S}
+    kept[ident] = now
+    tmp = path.with_name(f".{USED_FILE}.{os.getpid()}.{secrets.token_hex(4)}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with open(fd, "w") as fh:
+        fh.write("".join(f"{t} {i}\n" for i, t in kept.items()))
+    os.replace(tmp, path)

@@ -121,7 +121,7 @@ def form(runs_dir: Path) -> None:
                 processes = st.number_input(t("launch.processes"), min_value=1, max_value=launcher.MAX_PROCESSES,
                                             value=1, step=1, help=t("launch.processes_help"),
                                             key=f"launch_{number}_processes")
-            with cols[(len(MORE) + 1) % 4]:  # several seeds or a grid: a sweep (grpo_lab/sweep.py), named by Name
+            with cols[(len(MORE) + 1) % 4]:  # several seeds or a grid: a sweep (launching/sweep_queue.py), named by Name
                 seeds = st.number_input(t("launch.seeds"), min_value=1, max_value=64, value=1, step=1,
                                         help=t("launch.seeds_help"), key=f"launch_{number}_seeds")
             with cols[(len(MORE) + 2) % 4]:
@@ -139,14 +139,15 @@ def form(runs_dir: Path) -> None:
 
 def start_sweep(values: dict[str, Any], seeds: int, over: str, processes: int = 1) -> None:
     """The form's Name as a sweep: seeds seed, seed+1, ... of every value in `over` (KEY=V1,V2)."""
-    from grpo_lab import sweep
+    from grpo_lab.dashboard.launching import sweep_queue
     from grpo_lab.dashboard.reading import data  # noqa: PLC0415 - as in start()
+    from grpo_lab.sweep_grid import SweepError
 
     first = int(values.get("seed") or 0)
     try:
-        runs = sweep.submit(str(values.get("name") or "sweep"), values, [over] if over else [],
-                            list(range(first, first + seeds)), data.runs_dir(), processes)
-    except (sweep.SweepError, launcher.LaunchError, ValueError) as exc:
+        runs = sweep_queue.submit(str(values.get("name") or "sweep"), values, [over] if over else [],
+                                  list(range(first, first + seeds)), data.runs_dir(), processes)
+    except (SweepError, launcher.LaunchError, ValueError) as exc:
         st.error(t("launch.not_started", error=exc))
         return
     st.session_state["run"] = runs[0].name

@@ -33,9 +33,11 @@ from typing import Any
 from grpo_lab import project_dir
 from grpo_lab.dashboard import access
 from grpo_lab.dashboard.launching.identity import cmdline, of_this_folder, option, runs_trainer_of
-from grpo_lab.dashboard.launching.keys import (KEY_DIR_ENV, NONCE_ENV, entry_signed, key_dir,  # noqa: F401 - re-exported
+from grpo_lab.dashboard.launching.keys import (KEY_DIR_ENV, MAX_ENTRY_AGE_S, NONCE_ENV, KeyDirError,  # noqa: F401
+                                               check_key_dir, entry_id, entry_signed, entry_used, key_dir, mark_used,
                                                queue_key, run_nonce, sign_entry)
-from grpo_lab.rundir.layout import SOURCES_KEY, read_json, write_json_atomic
+from grpo_lab.rundir import sweep_manifest
+from grpo_lab.rundir.layout import SOURCES_KEY, read_json, valid_run_name, write_json_atomic
 from grpo_lab.rundir.reader import check_name, list_runs, read_run, run_path, tail_checked
 from grpo_lab.rundir.status import ACTIVE_STATES, pid_alive
 
@@ -118,6 +120,10 @@ def checked_config(values: dict[str, Any], runs_dir: Path, processes: int = 1):
         cfg = from_dict({**values, "runs_dir": str(runs_dir)}, world=processes)
     except ConfigError as exc:
         raise LaunchError(str(exc)) from None
+    # and the paths as the trainer will use them: reward_params given as text, or merged with a task's defaults
+    final = {option: getattr(cfg, option) for option in (*access.PATH_OPTIONS, "reward_params")}
+    if (refused := access.check_launch(final, runs_dir)) is not None:
+        raise LaunchError(refused)
     from grpo_lab import rewards  # light: reward code is imported only when a reward is built
 
     unknown = [n for n in cfg.rewards if ":" not in n and n not in rewards.available()]
@@ -197,7 +203,8 @@ def launch(values: dict[str, Any], runs_dir: Path, processes: int = 1) -> tuple[
     name = argv[argv.index("--name") + 1]
     if training(runs_dir) >= max_runs():
         folder = _launch_folder(runs_dir)
-        entry = {"name": name, "queued": True, "argv": argv, "processes": processes, "queued_at": time.time()}
+        entry = {"name": name, "queued": True, "argv": argv, "processes": processes, "queued_at": time.time(),
+                 "id": entry_id()}  # signed with the rest: started once (keys.mark_used)
         write_json_atomic(folder / f"{name}.json", {**entry, "signature": sign_entry(runs_dir, entry)})
         return name, 0
     return name, _start(runs_dir, name, argv, processes)
@@ -230,6 +237,8 @@ def start_queued(runs_dir: Path) -> list[str]:
         if not entry_signed(runs_dir, record) or record.get("name") != entry.name:
             _refuse(runs_dir, entry.name, record, "this queue entry was not written by this dashboard (no valid "
                     "signature); it was not started")
+        elif (why := replayed_or_expired(record, time.time())) is not None:
+            _refuse(runs_dir, entry.name, record, why)
     for entry in queued:
         if training(runs_dir) >= max_runs():
             break
@@ -238,12 +247,29 @@ def start_queued(runs_dir: Path) -> list[str]:
             continue
         try:
             argv, processes = recheck_entry(runs_dir, entry.name, record)
+            if (why := replayed_or_expired(record, time.time())) is not None:
+                raise LaunchError(why)
+            mark_used(record["id"], time.time())  # before the start: never started twice, even after a crash
             _start(runs_dir, entry.name, argv, processes)
         except (LaunchError, ValueError) as exc:  # ValueError: a run name refused by run_path
             _refuse(runs_dir, entry.name, record, str(exc))
             continue
         started.append(entry.name)
     return started
+
+
+def replayed_or_expired(record: dict[str, Any], now: float) -> str | None:
+    """Why a signed entry is not started, in one line: it has no id (an older dashboard's), it was
+    started already (a copy put back), or it waited longer than MAX_ENTRY_AGE_S; None when it may start."""
+    ident, queued_at = record.get("id"), record.get("queued_at")
+    if not isinstance(ident, str) or not ident:
+        return "this queue entry has no id (queued by an older version?); it was not started: launch it again"
+    if entry_used(ident):
+        return "this queue entry was started once already (a copy put back?); a queue entry starts one run, once"
+    if not isinstance(queued_at, (int, float)) or not 0 <= now - queued_at <= MAX_ENTRY_AGE_S:
+        return (f"this queue entry expired: queued more than {MAX_ENTRY_AGE_S // 86400} days ago (or at no valid "
+                "time); it was not started: launch it again")
+    return None
 
 
 def recheck_entry(runs_dir: Path, name: str, record: dict[str, Any]) -> tuple[list[str], int]:
@@ -265,7 +291,7 @@ def recheck_entry(runs_dir: Path, name: str, record: dict[str, Any]) -> tuple[li
     cfg = checked_config(values, runs_dir, processes)
     if cfg.name != name:
         raise LaunchError(f"name: the entry {name}.json starts a run named {cfg.name!r}")
-    if run_path(runs_dir, name).exists():
+    if os.path.lexists(run_path(runs_dir, name)):  # lexists: a dangling link is taken too
         raise LaunchError(f"name: a run named {name!r} already exists")
     return _argv(values), processes
 
@@ -300,6 +326,25 @@ def check_resume(runs_dir: Path, name: str, config: dict[str, Any], processes: i
         checked_config({**values, "name": name}, runs_dir, processes)
     except LaunchError as exc:
         raise LaunchError(f"resume refused: config.json of {name}: {exc}") from None
+    check_variant(runs_dir, name, config)
+
+
+def check_variant(runs_dir: Path, name: str, config: dict[str, Any]) -> None:
+    """A run of a sweep resumes only as the variant it was planned as (rundir/sweep_manifest.py):
+    LaunchError naming the options its config.json changed since. A sweep without a manifest (queued
+    before manifests) cannot be checked, and passes."""
+    sweep = config.get("sweep")
+    entry, problem = sweep_manifest.planned(runs_dir, sweep, name)
+    if problem:
+        raise LaunchError(f"resume refused: {name}: its sweep's manifest cannot be read: {problem}")
+    if entry is None:
+        return
+    keys = sweep_manifest.differing(entry["options"], {**config, "name": name})
+    if keys:
+        shown = ", ".join(keys[:8]) + (f" and {len(keys) - 8} more" if len(keys) > 8 else "")
+        raise LaunchError(f"resume refused: config.json of {name} no longer matches its variant "
+                          f"{str(entry.get('variant'))[:80]!r} of sweep {sweep!r}: {shown} differ "
+                          f"({sweep_manifest.FOLDER}/{sweep}.json)")
 
 
 def is_trainer_of(pid: Any, name: str, runs_dir: Path | None = None) -> bool:
@@ -364,7 +409,10 @@ def pending(runs_dir: Path, listed: set[str] | frozenset[str] | None = None) -> 
             if listed is None and run_path(runs_dir, name).is_dir():
                 continue  # no listing given: a launch whose directory exists is a run now
         except ValueError:
-            continue
+            if not valid_run_name(name):
+                continue  # not a launch record: no run has that name
+            # its folder is a link leading out of the runs folder (or nowhere): listed, so that
+            # start_queued refuses it with the reason (run_path's) instead of leaving it "queued"
         record = read_json(record_path) or {}
         try:
             pid = int(record.get("pid") or 0)

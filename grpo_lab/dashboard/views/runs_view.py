@@ -190,8 +190,12 @@ def any_active(runs, pending) -> bool:
 
 def render(was_active: bool) -> None:
     """The runs table and the selected run's actions; a fragment refreshed while runs are active."""
-    if launcher.start_queued(data.runs_dir()):  # a slot came free: the next queued launch starts
-        st.session_state["runs_full_rerun"] = True
+    try:
+        launcher.check_key_dir(data.runs_dir())
+        if launcher.start_queued(data.runs_dir()):  # a slot came free: the next queued launch starts
+            st.session_state["runs_full_rerun"] = True
+    except launcher.KeyDirError as exc:  # the queue waits; the runs are still listed
+        st.error(markup.md(str(exc)))
     runs = data.runs()
     pending = launcher.pending(data.runs_dir(), {r.name for r in runs})
     if st.session_state.pop("runs_full_rerun", False) or (was_active and not any_active(runs, pending)):

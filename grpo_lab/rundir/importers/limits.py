@@ -13,12 +13,14 @@ the file (and the line), never a traceback, a hang, or a value the pages cannot 
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from grpo_lab.rundir import reader
+from grpo_lab.rundir.json_file import depth  # noqa: F401 - nesting without recursion: the runs folder's reader's
 from grpo_lab.rundir.importers.build import SourceError
 
 MAX_STEP = 99_999_999  # 8 digits: layout.PART_RE
@@ -93,21 +95,27 @@ def text(value: str, where: str, what: str) -> str:
     return value
 
 
-def depth(value: Any) -> int:
-    """How deeply lists and objects nest in a parsed JSON value (a scalar: 0), without recursion.
-
-    >>> depth({"a": [1, {"b": 2}]}), depth(3)
-    (3, 0)
-    """
-    deepest, stack = 0, [(value, 0)]
-    while stack:
-        item, level = stack.pop()
-        if isinstance(item, (list, dict)):
-            deepest = max(deepest, level + 1)
-            stack.extend((v, level + 1) for v in (item.values() if isinstance(item, dict) else item))
-    return deepest
-
-
 def refuse_constant(name: str) -> float:
     """json.loads(parse_constant=...): NaN, Infinity and -Infinity are not JSON numbers."""
     raise ValueError(f"{name} is not a finite number")
+
+
+def extra(value: Any, where: str, key: str) -> Any:
+    """One extra value (TRL's `log_extra`, a verl line's other keys) within the limits both importers
+    share: a number finite and at most MAX_ABS (NaN passes: pandas' "no value"), text of at most
+    MAX_TEXT_CHARS, an object at most MAX_DEPTH deep and MAX_TEXT_CHARS as JSON. Returns the value.
+
+    >>> extra(0.5, "1.jsonl:1", "acc"), extra("4", "1.jsonl:1", "pred")
+    (0.5, '4')
+    """
+    if isinstance(value, float) and math.isnan(value):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return number(value, where, key)
+    if isinstance(value, str):
+        return text(value, where, key)
+    if isinstance(value, (list, dict)):
+        if depth(value) > MAX_DEPTH:
+            raise SourceError(f"{where}: {key} is nested deeper than {MAX_DEPTH} levels")
+        text(json.dumps(value, default=str), where, key)
+    return value

@@ -272,7 +272,9 @@ def write_step(writer, path: Path, df, *, step: int, group_size: int, fn_names: 
     if len(logged) > limits.MAX_EXTRAS or any(len(str(c)) > limits.MAX_NAME_CHARS for c in logged):
         raise SourceError(f"{path}: at most {limits.MAX_EXTRAS} log_extra columns with names of at most "
                           f"{limits.MAX_NAME_CHARS} characters")
-    extra = samples.extra_columns({str(c): df[c].tolist() for c in logged}, kinds)
+    logged_values = {str(c): [limits.extra(_plain(v), f"{path}: row {i}", f"log_extra {c}")  # as verl's extras
+                              for i, v in enumerate(df[c].tolist())] for c in logged}
+    extra = samples.extra_columns(logged_values, kinds)
     group, sample_idx = samples.blocks(n, group_size)
     cols = samples.columns(
         step=step, group=group, sample_idx=sample_idx, prompt=prompts, completion=completions,

@@ -47,7 +47,7 @@ def _arguments(raw: Any) -> dict:
     if isinstance(raw, str):  # some templates give the arguments as a JSON string
         try:
             raw = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested past the parser's reach, still just text
             return {"": raw}
     if not isinstance(raw, dict):
         return {} if raw is None else {"": raw}

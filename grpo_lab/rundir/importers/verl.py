@@ -102,11 +102,8 @@ def parse_line(line: bytes, where: str) -> dict[str, Any]:
     if len(extras) > limits.MAX_EXTRAS or any(len(k) > limits.MAX_NAME_CHARS for k in extras):
         raise SourceError(f"{where}: at most {limits.MAX_EXTRAS} extra keys of at most {limits.MAX_NAME_CHARS} "
                           "characters each (each becomes a column)")
-    for key, value in row.items():
-        if key not in KNOWN and isinstance(value, (int, float)) and not isinstance(value, bool):
-            row[key] = limits.number(value, where, key)
-        elif key not in KNOWN and isinstance(value, str):
-            limits.text(value, where, key)
+    for key in extras:
+        row[key] = limits.extra(row[key], where, key)
     return row
 
 
