@@ -110,6 +110,9 @@ class Settings:
     max_new_tokens: int | None = None
     token_detail_groups: int = 2
     advantage_epsilon: float = 0.0
+    loss_aggregation: str | None = None  # None: not recorded (an import that does not say)
+    beta: float | None = None
+    mask_truncated: bool = False
 
     @property
     def clip_bounds(self) -> tuple[float, float]:
@@ -128,7 +131,9 @@ def settings(info: RunInfo) -> Settings:
         epsilon_high=_number(cfg.get("epsilon_high"), None),
         group_size=_number(cfg.get("group_size"), None, int), max_new_tokens=_number(cfg.get("max_new_tokens"), None, int),
         token_detail_groups=_number(cfg.get("token_detail_groups"), base.token_detail_groups, int),
-        advantage_epsilon=_number(cfg.get("advantage_epsilon"), base.advantage_epsilon))
+        advantage_epsilon=_number(cfg.get("advantage_epsilon"), base.advantage_epsilon),
+        loss_aggregation=str(cfg["loss_aggregation"]) if cfg.get("loss_aggregation") is not None else None,
+        beta=_number(cfg.get("beta"), None), mask_truncated=cfg.get("mask_truncated") is True)
 
 
 SEVERITY_ICONS = {"critical": "🛑", "warning": "⚠️", "info": "ℹ️"}

@@ -13,6 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from grpo_lab.dashboard.reading.data import runs_dir
+from grpo_lab.rundir import group_order
 from grpo_lab.rundir import query as rq
 from grpo_lab.rundir.reader import run_path, table_parts
 
@@ -141,3 +142,50 @@ def _clip_bounds(run: str, step: int, v: tuple) -> tuple[float, float] | None:
 def logged_clip_bounds(run: str, step: int, fallback: tuple[float, float]) -> tuple[float, float]:
     """The clip range the trainer logged for `step` (tables/histograms), else `fallback` (the config's)."""
     return _clip_bounds(run, int(step), version(run, "histograms")) or fallback
+
+
+# --- a step's groups in an order (rundir/group_order.py) -----------------------------------------
+
+@st.cache_data(ttl=30.0, max_entries=64, show_spinner=False)
+def _columns(run: str, table: str, v: tuple) -> frozenset[str]:
+    df, _ = query(run, table, "SELECT * EXCLUDE (filename, file_row_number) FROM {src} LIMIT 0")
+    return frozenset(df.columns)
+
+
+def table_columns(run: str, table: str) -> frozenset[str]:
+    """The columns the run's `table` has (the union over its parts; empty when it has none)."""
+    if not table_parts(run_path(runs_dir(), run), table)[0]:
+        return frozenset()
+    return _columns(run, table, version(run, table))
+
+
+@st.cache_data(ttl=30.0, max_entries=256, show_spinner=False)
+def _group_figures(run: str, step: int, v: tuple, tv: tuple) -> tuple[pd.DataFrame, list[str]]:
+    columns = set(table_columns(run, "samples"))
+    groups, problems = query(run, "samples", group_order.figures_sql(columns), {"step": step})
+    if groups.empty:
+        return groups, problems
+    missing = {k for k in group_order.TOKEN_FIGURES if k not in groups or groups[k].isna().all()}
+    sql = group_order.token_figures_sql(set(table_columns(run, "tokens")), missing) if missing else None
+    if sql is not None:
+        tokens, more = query(run, "tokens", sql, {"step": step})
+        groups, problems = group_order.merge_token_figures(groups, tokens), problems + more
+    return groups, problems
+
+
+def group_figures(run: str, step: int) -> tuple[pd.DataFrame, list[str]]:
+    """One row per group of `step` with each ordering's figure the run allows (group_order.figures_sql,
+    with the tokens table's figures where the samples table lacks them)."""
+    return _group_figures(run, int(step), version(run, "samples"), version(run, "tokens"))
+
+
+@st.cache_data(ttl=30.0, max_entries=64, show_spinner=False)
+def _advantages(run: str, step: int, v: tuple) -> tuple[pd.DataFrame, list[str]]:
+    columns = table_columns(run, "samples")
+    picked = ", ".join(c if c in columns else f"NULL AS {c}" for c in ("length", "truncated", "dropped"))
+    return query(run, "samples", f"SELECT advantage, {picked} FROM {{src}} WHERE step = $step", {"step": step})
+
+
+def step_advantages(run: str, step: int) -> tuple[pd.DataFrame, list[str]]:
+    """Each completion of `step`: advantage, length, truncated, dropped (null where the run lacks the column)."""
+    return _advantages(run, int(step), version(run, "samples"))

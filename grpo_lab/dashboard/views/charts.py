@@ -49,6 +49,7 @@ class LineStyle:
     stacked: bool = False  # areas stacked from zero: parts of a whole
     rules: tuple[float, ...] = ()  # dashed horizontal lines (the clip bounds)
     height: int = 180
+    pickable: bool = False  # a click picks the nearest x (PICK): Live opens Groups at that step
 
 
 def line_chart(df: pd.DataFrame, *, title: str, x_title: str, y_title: str = "", help: str | list[str] = "",
@@ -93,6 +94,9 @@ def line_chart(df: pd.DataFrame, *, title: str, x_title: str, y_title: str = "",
                             _q("raw", t("chart.raw"), format=",.4~g")],
             },
         })
+    if style.pickable:  # last: on top of the lines, whose clicks would otherwise go to them
+        top = layers[-1]["encoding"]
+        layers.append(pick_layer(top["y"], top["tooltip"]))
     for value in style.rules:
         layers.append({"data": {"values": [{"y": value}]}, "mark": {"type": "rule", "strokeDash": [4, 4]},
                        "encoding": {"y": _q("y"), "color": {"value": "#888"}}})
@@ -104,6 +108,26 @@ def line_chart(df: pd.DataFrame, *, title: str, x_title: str, y_title: str = "",
         "layer": layers,
     }
     return spec
+
+
+PICK = "pick"  # the point selection of a pickable line chart: [{"x": the clicked step}]
+
+
+def pick_layer(y: Spec, tooltip: list[Spec]) -> Spec:
+    """Invisible points over the lines with a click selection of the nearest point; the selection keeps
+    its x (the step). Vega-Lite's `nearest` needs a discrete mark, not a line or an area, and its
+    Voronoi cells cover the whole plot, so this layer also carries the tooltip (of the point nearest the
+    pointer) that the lines under it can no longer show."""
+    return {"params": [{"name": PICK, "select": {"type": "point", "on": "click", "nearest": True, "fields": ["x"],
+                                                 "clear": False}}],
+            "mark": {"type": "point", "opacity": 0, "clip": True}, "encoding": {"y": y, "tooltip": tooltip}}
+
+
+def picked_x(selection) -> float | None:
+    """The x a click on a pickable chart picked (st.vega_lite_chart's returned selection), else None."""
+    points = (selection or {}).get(PICK) or []
+    value = points[0].get("x") if points and isinstance(points[0], dict) else None
+    return float(value) if isinstance(value, (int, float)) else None
 
 
 def _single_points(df: pd.DataFrame, colour_field: str) -> bool:

@@ -9,10 +9,11 @@ import streamlit as st
 
 from grpo_lab.dashboard import ui
 from grpo_lab.dashboard.reading import data, queries
-from grpo_lab.dashboard.views import charts, group_math, markup, rating
+from grpo_lab.dashboard.views import charts, group_math, groups_order, markup, rating
 from grpo_lab.dashboard.views import turns as turns_view
 from grpo_lab.dashboard.i18n import t
 from grpo_lab.objective.options import STD_MODES
+from grpo_lab.rundir import group_order
 from grpo_lab.rundir.reader import RunInfo
 
 Target = tuple[int, int]  # (step, group): a group, exactly (docs/run-directory.md)
@@ -40,6 +41,7 @@ def find(run: str, mode: str, current_prompt: str | None) -> Target | None:
         c1, c2 = st.columns([1, 3])
         step = c1.number_input(t("groups.step", first=steps[0], last=steps[-1]), min_value=1, value=None, step=1,
                                key="groups_step", placeholder=t("groups.step_placeholder", last=steps[-1]))
+        asked = step  # what the address keeps (None: the latest step, whichever it is then)
         if step is None or step not in set(steps):
             if step is not None:
                 c1.caption(t("groups.nearest_step", step=step))
@@ -53,16 +55,22 @@ def find(run: str, mode: str, current_prompt: str | None) -> Target | None:
                                                       mean=("reward", "mean"), std=("reward", lambda r: r.std(ddof=0)),
                                                       signal=("advantage", lambda a: bool((a != 0).any())),
                                                       dropped=("dropped", "any"))
+        sort, figures = groups_order.picker(run, int(step), asked, c2)
         labels = {g: t("groups.option", group=g, prompt=r.prompt_id, mean=f"{r['mean']:.2f}", std=f"{r['std']:.2f}")
                   + ("" if r.signal else t("groups.option_no_signal"))
-                  + (t("groups.option_dropped") if r.dropped else "") for g, r in groups.iterrows()}
-        options = list(labels)
+                  + (t("groups.option_dropped") if r.dropped else "") + figures.get(g, "") for g, r in groups.iterrows()}
         detail = data.settings(data.run(run)).token_detail_groups
-        # Start on a group worth looking at: one with a learning signal, token detail if possible.
-        with_signal = [g for g in options if groups.loc[g, "signal"] and not groups.loc[g, "dropped"]]
-        first = next((g for g in with_signal if g < detail), with_signal[0] if with_signal else options[0])
+        if sort == group_order.GROUP:
+            options = list(labels)
+            # Start on a group worth looking at: one with a learning signal, token detail if possible.
+            with_signal = [g for g in options if groups.loc[g, "signal"] and not groups.loc[g, "dropped"]]
+            first = next((g for g in with_signal if g < detail), with_signal[0] if with_signal else options[0])
+        else:  # the ordering's first group: the largest share of the metric the user came for
+            options = [g for g in figures if g in labels] + [g for g in labels if g not in figures]
+            first = options[0]
+        key = f"groups_pick_{step}" if sort == group_order.GROUP else f"groups_pick_{step}_{sort}"
         g = c2.selectbox(t("groups.pick", n=len(groups), step=step), options, index=options.index(first),
-                         format_func=labels.get, key=f"groups_pick_{step}")
+                         format_func=labels.get, key=key)
         return int(step), int(g)
     if mode == "search":
         text = st.text_input(t("groups.search"), key="groups_search", placeholder=t("groups.search_placeholder"))
@@ -256,6 +264,7 @@ def render(info: RunInfo) -> None:
     finders = {"step": t("groups.find.step"), "no_signal": t("groups.find.no_signal"),
                "positive": t("groups.find.positive"), "negative": t("groups.find.negative"),
                "search": t("groups.find.search"), "prompt": t("groups.find.prompt")}
+    groups_order.follow_address()  # a link from Live or a doctor finding: its step and ordering
     mode = st.segmented_control(t("groups.find"), list(finders), format_func=finders.get, default="step",
                                 key="groups_mode", required=True) or "step"
     rating.show_waiting(info)  # the trainer waits for ratings (the `human` reward): that step's groups first

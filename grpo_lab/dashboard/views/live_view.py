@@ -16,8 +16,10 @@ import streamlit as st
 
 from grpo_lab.dashboard import ui
 from grpo_lab.dashboard.reading import data
-from grpo_lab.dashboard.views import charts, markup, metrics, rating, series
+from grpo_lab.dashboard.views import (charts, curve_link, groups_order, loss_note, markup, metrics, rating,
+                                     series)
 from grpo_lab.dashboard.i18n import t
+from grpo_lab.rundir import group_order
 from grpo_lab.rundir.reader import run_path, table_parts
 
 
@@ -59,13 +61,25 @@ def doctor_banner(run: str, info) -> None:
     stop_reason = (info.status or {}).get("stop_reason")
     worst = "critical" if (found["severity"] == "critical").any() else "warning" if (
         found["severity"] == "warning").any() else "info"
+    shown = list(found.sort_values("step", ascending=False).head(5).itertuples())
     lines = [t("live.finding", icon=data.SEVERITY_ICONS.get(r.severity, ""), step=r.step, kind=markup.md(r.kind),
                message=markup.md(r.message), suggestion=markup.md(r.suggestion))  # run text: never markup
-             for r in found.sort_values("step", ascending=False).head(5).itertuples()]
+             for r in shown]
     more = "\n\n" + t("live.earlier_findings", n=len(found) - 5) if len(found) > 5 else ""
     head = (t("live.stopped_by_doctor", reason=markup.md(stop_reason)) if stop_reason
             else t("live.doctor_found")) + "\n\n"
     {"critical": st.error, "warning": st.warning, "info": st.info}[worst](head + "\n".join(lines) + more)
+    finding_links(run, shown)
+
+
+def finding_links(run: str, findings: list) -> None:
+    """Under the banner, each finding's way to its cause: Groups at its step, in the ordering of its metric."""
+    names = groups_order.sort_names()
+    for r in findings:
+        params = curve_link.finding_address(run, int(r.step), str(r.kind))
+        order = names[params["sort"]] if "sort" in params else names[group_order.GROUP]
+        st.page_link("app_pages/groups.py", label=t("curve.finding_link", step=int(r.step), kind=str(r.kind),
+                                                     order=order), icon="👥", query_params=params)
 
 
 def not_logged(info) -> tuple[str, str] | None:
@@ -102,16 +116,25 @@ def lazy_expander(label: str, key: str):
 
 def draw_panels(panels: list[tuple[int, metrics.Panel]], *, run: str, frame: data.Frame, x_mode: str,
                 smoothing: float, bounds: tuple[float, float]) -> None:
-    """Numbered panels as line charts, two a row (chart i keyed live_chart_i)."""
+    """Numbered panels as line charts, two a row (chart i keyed live_chart_i). A click on a curve opens
+    Groups at the step picked, its groups ordered by the panel's metric (curve_link)."""
     grid = st.columns(2) if panels else []
     for place, (i, panel) in enumerate(panels):
         df = _lines(run, frame.version, panel.metrics, x_mode, smoothing, frame.df)
         style = charts.LineStyle(smoothing=smoothing > 0, rules=bounds if panel.ratio else (), log_y=panel.ratio,
-                                 stacked=panel.stacked)
+                                 stacked=panel.stacked, pickable=True)
         spec = charts.line_chart(df, title=panel.title, help=panel.help, x_title=ui.x_title(x_mode),
                                  y_title=panel.y_title, x_steps=x_mode == "step", style=style)
         with grid[place % 2]:
-            st.vega_lite_chart(spec=spec, key=f"live_chart_{i}")
+            state = st.vega_lite_chart(spec=spec, key=f"live_chart_{i}", on_select="rerun",
+                                       selection_mode=charts.PICK)
+            if "loss/policy" in panel.metrics:
+                loss_note.show(run, frame)
+        picked = charts.picked_x(state.selection if state is not None else None)
+        if picked is not None:
+            st.switch_page("app_pages/groups.py",
+                           query_params=curve_link.address(run, curve_link.step_at(frame.df, x_mode, picked),
+                                                           panel.metrics))
 
 
 def render(run: str, x_mode: str, smoothing: float, extra: list[str], was_active: bool) -> None:

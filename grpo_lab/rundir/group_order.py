@@ -1,0 +1,171 @@
+"""Which groups of a step made a curve move: the orderings Groups offers, and which curve opens which.
+
+A point on a Live curve (a step) opens Groups at that step with its groups ordered by their share of
+that curve's metric. ORDERS is the one declaration: each ordering, the registered scalar names
+(rundir/metrics.py) whose curves open it, and how a group's figure is read from the run's tables.
+FINDING_METRICS names the scalar behind each run-doctor finding (trainer/doctor.py kinds), so a finding
+opens the same ordering its curve would.
+
+A group's figures come from one DuckDB aggregate over the step's sample rows (`figures_sql`); the
+per-sample columns a run lacks (older runs, imports) are taken from the tokens table where the run
+logged token detail (`token_figures_sql`, for the first token_detail_groups groups only), else the
+ordering is not available for the run. No Streamlit here: the dashboard caches on top, the bench and
+tests call it directly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from grpo_lab.rundir import metrics as registry
+
+GROUP = "group"  # the step's own order: group 0, 1, ... (no figure)
+
+
+@dataclass(frozen=True)
+class Order:
+    key: str  # the address's `sort=`
+    metrics: tuple[str, ...]  # registered scalar names whose curves open this ordering
+    lowest_first: bool = False  # False: the largest share first
+
+
+ORDERS: dict[str, Order] = {o.key: o for o in (
+    Order("kl", ("kl/mean", "kl/approx", "kl/folded", "kl/penalty")),
+    Order("clip", ("clip/low", "clip/high", "clip/total")),
+    # zero-spread groups first: they are what a no-signal step, a flat advantage or a ~0 loss is made of
+    Order("no_signal", ("groups/frac_zero_std", "advantage/mean", "advantage/std", "advantage/min", "advantage/max",
+                        "reward/std", "loss/policy", "loss/total"), lowest_first=True),
+    Order("entropy", ("entropy/mean", "loss/entropy_bonus")),
+    Order("ratio_max", ("ratio/min", "ratio/mean", "ratio/max")),
+    Order("length", ("completion/length_mean", "completion/length_max", "completion/repetitive_frac")),
+    Order("truncated", ("completion/truncated_frac",)),
+    Order("reward", ("reward/mean", "reward/min", "reward/max", "rewards/<fn>/mean", "rewards/<fn>/std",
+                     "rewards/<fn>/min", "rewards/<fn>/max", "rewards/<fn>/none_frac", "rewards/<fn>/errors")),
+    Order("tool_errors", ("tools/error_frac", "tools/calls_per_rollout", "tools/turns_per_rollout")),
+)}
+SORTS = (GROUP, *ORDERS)  # what the Groups picker offers, in its order
+
+# The scalar each run-doctor finding is about (docs/run-directory.md, tables/events). Kinds not here
+# (non_finite: several at once; high_lr: a config fact) open Groups at their step in the step's order.
+FINDING_METRICS = {
+    "kl_explosion": "kl/mean", "ratio_explosion": "ratio/max", "grad_explosion": "grad/norm",
+    "entropy_collapse": "entropy/mean", "entropy_explosion": "entropy/mean", "reward_constant": "reward/std",
+    "no_signal": "groups/frac_zero_std", "all_truncated": "completion/truncated_frac",
+    "degenerate_text": "completion/repetitive_frac", "reward_failed": "reward/mean", "reward_unscored": "reward/mean",
+}
+
+_BY_METRIC = {name: o.key for o in ORDERS.values() for name in o.metrics}
+
+
+def sort_for_metric(column: str) -> str | None:
+    """The ordering a curve of scalars column `column` opens (None: none fits, the step's own order).
+
+    >>> sort_for_metric("kl/mean"), sort_for_metric("rewards/correctness/mean"), sort_for_metric("grad/norm")
+    ('kl', 'reward', None)
+    """
+    name = registry.registered_name(column)
+    return _BY_METRIC.get(name) if name else None
+
+
+def sort_for_panel(columns: tuple[str, ...] | list[str]) -> str | None:
+    """The ordering a chart drawing `columns` opens: its first column that has one."""
+    return next((s for c in columns if (s := sort_for_metric(c)) is not None), None)
+
+
+def sort_for_finding(kind: str) -> str | None:
+    """The ordering that shows a run-doctor finding's cause (None: the step's own order)."""
+    metric = FINDING_METRICS.get(kind)
+    return sort_for_metric(metric) if metric else None
+
+
+# --- figures ----------------------------------------------------------------------------------
+
+
+def _weighted(value: str, columns: set[str]) -> str:
+    """The token-weighted group mean of a per-sample mean (`length` tokens each), else the plain mean."""
+    if "length" not in columns:
+        return f"avg({value})"
+    return f"sum({value} * length) / nullif(sum(CASE WHEN {value} IS NOT NULL THEN length END), 0)"
+
+
+def figure_exprs(columns: set[str]) -> dict[str, str]:
+    """SQL for each ordering's figure that the samples columns `columns` allow (key -> expression)."""
+    out = {"reward": "avg(reward)", "no_signal": "stddev_pop(reward)"}
+    if "kl_mean" in columns:
+        out["kl"] = _weighted("kl_mean", columns)  # null when the run has no reference (beta 0)
+    if "clipped_tokens" in columns:
+        out["clip"] = "sum(clipped_tokens)"
+    elif {"clip_frac", "length"} <= columns:  # before per-sample counts: the fraction times the length
+        out["clip"] = "sum(round(clip_frac * length))"
+    if "entropy_mean" in columns:
+        out["entropy"] = _weighted("entropy_mean", columns)
+    if "ratio_max" in columns:
+        out["ratio_max"] = "max(ratio_max)"
+    if "length" in columns:
+        out["length"] = "avg(length)"
+    if "truncated" in columns:
+        out["truncated"] = "sum(truncated::INT)"
+    if "tool_errors" in columns:
+        out["tool_errors"] = "sum(tool_errors)"
+    return out
+
+
+def figures_sql(columns: set[str]) -> str:
+    """One row per group of step `$step`: its prompt, size, whether it has signal (any A != 0), whether
+    dynamic sampling dropped it, and a column per ordering `figure_exprs` allows."""
+    dropped = "bool_or(coalesce(dropped, false))" if "dropped" in columns else "false"
+    figures = "".join(f", {sql} AS {key}" for key, sql in figure_exprs(columns).items())
+    return (f'SELECT "group", any_value(prompt_id) AS prompt_id, count(*) AS size, '
+            f"coalesce(max(abs(advantage)), 0) > 0 AS signal, {dropped} AS dropped{figures} "
+            'FROM {src} WHERE step = $step GROUP BY "group" ORDER BY "group"')
+
+
+TOKEN_FIGURES = {"kl": "avg(kl)", "clip": "sum(clipped::INT)", "ratio_max": "max(ratio)"}
+
+
+def token_figures_sql(columns: set[str], missing: set[str]) -> str | None:
+    """The figures in `missing` that the tokens table (columns `columns`) holds, per group of step `$step`;
+    the policy's tokens only (a tool's result has no ratio, KL or clip)."""
+    needs = {"kl": "kl", "clip": "clipped", "ratio_max": "ratio"}
+    keys = [k for k in TOKEN_FIGURES if k in missing and needs[k] in columns]
+    if not keys:
+        return None
+    model = " AND source IS DISTINCT FROM 'tool'" if "source" in columns else ""
+    figures = ", ".join(f"{TOKEN_FIGURES[k]} AS {k}" for k in keys)
+    return f'SELECT "group", {figures} FROM {{src}} WHERE step = $step{model} GROUP BY "group"'
+
+
+def merge_token_figures(groups: pd.DataFrame, tokens: pd.DataFrame) -> pd.DataFrame:
+    """`groups` with the token table's figures added where the samples table had none."""
+    if tokens.empty:
+        return groups
+    out = groups.merge(tokens, on="group", how="left", suffixes=("", "_tokens"))
+    for key in tokens.columns.drop("group"):
+        if f"{key}_tokens" in out:  # the samples column existed but was empty: fill from tokens
+            out[key] = out[key].fillna(out.pop(f"{key}_tokens"))
+    return out
+
+
+def available(groups: pd.DataFrame, sort: str) -> bool:
+    """Whether `groups` (figures_sql's rows) can be ordered by `sort`: some group has its figure."""
+    return sort == GROUP or (sort in groups and bool(groups[sort].notna().any()))
+
+
+def ordered(groups: pd.DataFrame, sort: str) -> pd.DataFrame:
+    """`groups` in the order `sort` gives: the largest share first (no_signal: the zero-spread groups
+    first, then by spread); groups without the figure last; ties by group index.
+
+    >>> g = pd.DataFrame({"group": [0, 1, 2], "kl": [0.1, None, 0.3], "signal": [True, False, True],
+    ...                   "no_signal": [0.5, 0.0, 0.2]})
+    >>> ordered(g, "kl")["group"].tolist(), ordered(g, "no_signal")["group"].tolist()
+    ([2, 0, 1], [1, 2, 0])
+    """
+    if not available(groups, sort) or sort == GROUP:
+        return groups.sort_values("group").reset_index(drop=True)
+    if ORDERS[sort].lowest_first:
+        keys, ascending = ["signal", sort, "group"], [True, True, True]
+    else:
+        keys, ascending = [sort, "group"], [False, True]
+    return groups.sort_values(keys, ascending=ascending, na_position="last", kind="stable").reset_index(drop=True)
