@@ -1,7 +1,8 @@
 """TRL's names for metrics and options, mapped to ours (docs/run-directory.md) where they mean the same.
 
 One registry: the live callback (grpo_lab/rundir/trl.py), the importer, docs/trl-and-verl.md's table and
-the tests all read these dicts. A TRL metric with no entry here is kept as `trl/<its name>`.
+the tests all read these dicts. A TRL metric with no entry here is kept as `trl/<its name>`; a
+name TRL itself never logs is a reward's `log_metric` figure, `rewards/log/<name>` as here.
 """
 
 from __future__ import annotations
@@ -34,6 +35,26 @@ METRICS = {
 }
 # rewards/<fn>/mean and rewards/<fn>/std have the same name in TRL and here (TRL's std: N-1).
 SAME_NAME_PATTERN = ("rewards/", ("/mean", "/std"))
+
+# What TRL 1.16's GRPOTrainer and the transformers Trainer log themselves (grpo_trainer.py's
+# `_metrics[mode][...]`, Trainer.log). Any other name in a log record came from a reward's
+# `log_metric(name, value)` (TRL logs it under the bare name): ours is `rewards/log/<name>`.
+TRL_OWN = frozenset({
+    *METRICS, "num_tokens", "policy_loss", "aux_loss", "entropy_coef", "cispo_clip_ratio",
+    "clip_ratio/low_min", "clip_ratio/high_max", "completions/min_length", "completions/mean_terminated_length",
+    "completions/min_terminated_length", "completions/max_terminated_length", "epoch", "total_flos",
+    "num_input_tokens_seen", "train_runtime", "train_samples_per_second", "train_steps_per_second", "train_loss",
+})
+TRL_OWN_PREFIXES = ("eval_", "test_", "sampling/", "vespo/", "rewards/")
+LOGGED = "rewards/log/"
+
+# TRL names a reward by its function's __name__ (trl.trainer.utils.get_callable_name); a factory's
+# reward is named after what it returns. Ours is the spec given to --rewards. For Compare.
+FACTORY_RESULTS = {
+    "trl.rewards:get_cosine_scaled_reward": "cosine_scaled_reward",
+    "trl.rewards:get_repetition_penalty_reward": "repetition_penalty_reward",
+    "trl.rewards:get_soft_overlong_punishment": "soft_overlong_punishment_reward",
+}
 
 # GRPOConfig option -> our config field, value unchanged.
 OPTIONS = {
@@ -69,16 +90,50 @@ def differing_metrics(args: Any) -> set[str]:
 
 
 def metric_name(trl_name: str, differing: frozenset[str] | set[str] = frozenset()) -> str:
-    """Our name for one TRL metric (`trl/<name>` when we have no metric of the same meaning).
+    """Our name for one TRL metric (`trl/<name>` when we have no metric of the same meaning; a
+    reward's log_metric figure, a name TRL never logs itself, as `rewards/log/<name>`).
 
     >>> metric_name("clip_ratio/region_mean"), metric_name("rewards/correct/mean"), metric_name("num_tokens")
     ('clip/total', 'rewards/correct/mean', 'trl/num_tokens')
+    >>> metric_name("judge_latency_s")
+    'rewards/log/judge_latency_s'
     """
     head, tails = SAME_NAME_PATTERN
     if trl_name.startswith(head) and trl_name.endswith(tails) and trl_name.count("/") == 2:
         return trl_name
+    if trl_name not in TRL_OWN and not trl_name.startswith(TRL_OWN_PREFIXES):
+        return LOGGED + trl_name
     ours = METRICS.get(trl_name)
     return PREFIX + trl_name if ours is None or trl_name in differing else ours
+
+
+def reward_function_name(name: str) -> str:
+    """The name TRL logs a reward under, for one of ours: a `module:function` spec by its function's
+    name (a factory of TRL's by the name of the reward it returns); a registered name as it is.
+
+    >>> [reward_function_name(n) for n in ("trl.rewards:get_cosine_scaled_reward", "pkg.mod:brevity", "format")]
+    ['cosine_scaled_reward', 'brevity', 'format']
+    """
+    return FACTORY_RESULTS.get(name) or name.rsplit(":", 1)[-1].rsplit(".", 1)[-1]
+
+
+def comparable(column: str) -> str:
+    """A scalar's name as Compare matches it across sources: reward metrics by the name TRL logs the
+    function under (reward_function_name), a log_metric figure as `rewards/log/<name>`, whoever
+    wrote it (an import of an older version wrote `trl/<name>`).
+
+    >>> comparable("rewards/trl.rewards:get_cosine_scaled_reward/mean"), comparable("eval/rewards/m:f/mean")
+    ('rewards/cosine_scaled_reward/mean', 'eval/rewards/f/mean')
+    >>> comparable("trl/judge_latency_s"), comparable("trl/num_tokens"), comparable("rewards/log/judge_latency_s")
+    ('rewards/log/judge_latency_s', 'trl/num_tokens', 'rewards/log/judge_latency_s')
+    """
+    if column.startswith(PREFIX):
+        named = metric_name(column[len(PREFIX):])
+        return named if named.startswith(LOGGED) else column
+    parts = column.split("/")
+    if len(parts) >= 3 and parts[0] in ("rewards", "eval") and parts[-3] == "rewards" and ":" in parts[-2]:
+        parts[-2] = reward_function_name(parts[-2])
+    return "/".join(parts)
 
 
 def metrics(logs: dict[str, Any], differing: frozenset[str] | set[str] = frozenset()) -> dict[str, float]:
