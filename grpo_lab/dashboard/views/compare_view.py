@@ -14,6 +14,7 @@ from grpo_lab.dashboard.launching import launcher
 from grpo_lab.dashboard.reading import data, queries
 from grpo_lab.dashboard.views import annotations_view, charts, groups_view, markup, series
 from grpo_lab.dashboard.i18n import t
+from grpo_lab.rundir.importers import names as trl_names
 from grpo_lab.rundir.layout import SOURCES_KEY
 from grpo_lab.rundir.reader import RunInfo
 
@@ -41,16 +42,17 @@ def prompt_key(prompt: str) -> str:
 
 
 def reward_name(column: str) -> str:
-    """A metric named by the reward function's own name: `rewards/trl.rewards:accuracy_reward/mean`
-    (a native run naming a module's function) as `rewards/accuracy_reward/mean` (a TRL run).
+    """A metric named as Compare matches it across sources (rundir/importers/names.comparable):
+    `rewards/trl.rewards:accuracy_reward/mean` (a native run naming a module's function) as
+    `rewards/accuracy_reward/mean` (a TRL run), a factory's by the reward it returns, and a TRL
+    import's `trl/<log_metric name>` as `rewards/log/<name>`.
 
     >>> reward_name("rewards/trl.rewards:accuracy_reward/mean"), reward_name("reward/mean")
     ('rewards/accuracy_reward/mean', 'reward/mean')
+    >>> reward_name("rewards/trl.rewards:get_cosine_scaled_reward/mean"), reward_name("trl/judge_s")
+    ('rewards/cosine_scaled_reward/mean', 'rewards/log/judge_s')
     """
-    parts = column.split("/")
-    if len(parts) >= 3 and parts[0] in ("rewards", "eval") and ":" in parts[-2]:
-        parts[-2] = parts[-2].rsplit(":", 1)[1]
-    return "/".join(parts)
+    return trl_names.comparable(column)
 
 
 def _scalars(name: str) -> pd.DataFrame:
