@@ -230,5 +230,5 @@ def test_groups_search_and_ppo_in_chinese(zh):
 def test_compare_in_chinese(zh):
     at = zh("compare", "alpha", cmp_runs=["alpha", "ppo"])
     assert at.title[0].value == "⚖️ 运行对比" and len(at.get("vega_lite_chart")) == 4
-    assert {"摘要", "配置：取值不同的选项", "同一提示词的组，并排对比"} <= {s.value for s in at.subheader}
+    assert {"摘要", "配置：取值不同的选项", "同一提示词的回答，并排对比"} <= {s.value for s in at.subheader}
     assert at.dataframe[0].value["run"].tolist() == ["alpha", "ppo"]

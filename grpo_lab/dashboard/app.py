@@ -27,6 +27,7 @@ navigation = st.navigation({
         st.Page(PAGES / "runs.py", title=t("nav.runs"), icon="🗂️", default=True, url_path="runs"),
         st.Page(PAGES / "live.py", title=t("nav.live"), icon="📈", url_path="live"),
         st.Page(PAGES / "groups.py", title=t("nav.groups"), icon="👥", url_path="groups"),
+        st.Page(PAGES / "prompt_history.py", title=t("prompt_history.title"), icon="📜", url_path="prompt"),
         st.Page(PAGES / "compare.py", title=t("nav.compare"), icon="⚖️", url_path="compare"),
     ],
     t("nav.concepts"): [

@@ -1,4 +1,5 @@
-"""The Compare page's body: overlaid curves, summary, config diff, one prompt's group side by side."""
+"""The Compare page's body: overlaid curves, summary, config diff, and the runs' completions to one prompt
+side by side (compare_completions_view)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ import streamlit as st
 
 from grpo_lab.dashboard import ui
 from grpo_lab.dashboard.launching import launcher
-from grpo_lab.dashboard.reading import data, queries
-from grpo_lab.dashboard.views import annotations_view, charts, groups_view, markup, series
+from grpo_lab.dashboard.reading import data
+from grpo_lab.dashboard.views import annotations_view, charts, compare_completions_view, markup, series
 from grpo_lab.dashboard.i18n import t
 from grpo_lab.rundir.importers import names as trl_names
 from grpo_lab.rundir.layout import SOURCES_KEY
@@ -124,45 +125,6 @@ def curves(runs: list[RunInfo], chosen: list[str], x_mode: str, smoothing: float
     ui.warn(problems)
 
 
-def side_by_side(runs: list[RunInfo]) -> None:
-    st.subheader(t("compare.side_by_side"))
-    names = [r.name for r in runs]
-    c = st.columns(4)
-    a = c[0].selectbox(t("compare.left"), names, index=0, key="cmp_left")
-    b = c[1].selectbox(t("compare.right"), names, index=min(1, len(names) - 1), key="cmp_right")
-    # prompts matched by what they ask (prompt_key), so a native run and an imported one line up
-    (table_a, pa), (table_b, pb) = queries.prompts(a), queries.prompts(b)
-    ui.warn(pa + pb)
-    ids = {}
-    for name, table in ((a, table_a), (b, table_b)):
-        ids[name] = {prompt_key(str(p)): str(i) for i, p in zip(table.get("prompt_id", []), table.get("prompt", []))}
-    common = sorted(set(ids[a]) & set(ids[b]))
-    if not common:
-        st.caption(t("compare.no_common"))
-        return
-    key = c[2].selectbox(t("groups.prompt"), common, key="cmp_prompt", format_func=lambda k: k[:80])
-    step = c[3].number_input(t("compare.at_step"), min_value=1, value=None, step=1, key="cmp_step")
-    cols = st.columns(2)
-    for col, name in zip(cols, (a, b)):
-        with col:
-            info = next(r for r in runs if r.name == name)
-            prompt = ids[name][key]
-            found, problems = queries.group_summaries(name, "prompt", prompt, limit=100_000)
-            ui.warn(problems)
-            if step is not None:
-                found = found[found["step"] <= step]
-            if found.empty:
-                st.caption(t("compare.no_group", name=markup.md(name), prompt=markup.code(prompt)))
-                continue
-            last = found.iloc[-1]
-            group, problems = groups_view.group_rows(name, (int(last["step"]), int(last["group"])))
-            ui.warn(problems)
-            st.markdown(t("compare.group_line", name=markup.md(name), step=int(last["step"]),
-                          mean=f"{last['mean_reward']:.3f}", std=f"{last['std']:.3f}",
-                          mode=markup.code(data.settings(info).std_mode)))
-            st.html(markup.responses_table(group, groups_view.reward_columns(group), compact=True))
-
-
 def render() -> None:
     all_runs = data.runs()
     names = [r.name for r in all_runs]
@@ -205,4 +167,4 @@ def render() -> None:
     else:
         st.dataframe(diff, hide_index=True, column_config=ui.column_config(["option"]))
     if len(runs) >= 2:
-        side_by_side(runs)
+        compare_completions_view.render(runs)
