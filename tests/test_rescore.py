@@ -174,3 +174,16 @@ def test_groups_page_shows_a_rescore_beside_the_run_and_starts_one(verl_run, mon
     assert not at.exception and not at.error, texts(at.error)
     assert at.selectbox(key=rescore_view.PICK_KEY).value == f"form-{lang}"  # the new one is shown
     assert rescore.read_summary(verl_run, f"form-{lang}")["rewards"] == {"trl_helpers:correct": 1.0}
+
+
+def test_rewards_read_the_logged_answer_by_the_source_s_name_and_the_tool_calls_from_turns():
+    turns = json.dumps([{"model": "calc 2+3=", "tool": "calculator", "arguments": {"": "2+3"}, "result": "5",
+                         "seconds": 0.01, "error": None}, {"model": " 5"}])
+    rows = pd.DataFrame({"prompt": ["2+3="], "completion": ["calc 2+3=5 5"], "answer": ["5"], "turns": [turns]})
+    prompts, completions, columns = rescore.reward_inputs(rows, {"source": "trl", "tools": "calculator"})
+    assert (prompts, completions) == (["2+3="], ["calc 2+3=5 5"])
+    assert columns["answer"] == columns["solution"] == ["5"]  # TRL's rewards read `solution`
+    assert columns["tool_calls"] == [[{"name": "calculator", "arguments": {"expression": "2+3"}, "result": "5",
+                                       "error": None, "seconds": 0.01}]]
+    _, _, plain = rescore.reward_inputs(rows.assign(turns=None, answer=None), {})
+    assert plain == {}  # nothing logged: no column, so a reward that needs one is refused (check_inputs)

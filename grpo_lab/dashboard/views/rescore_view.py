@@ -49,6 +49,8 @@ def render(info: RunInfo, target: tuple[int, int], group: pd.DataFrame) -> None:
         st.caption(t("rescore.not_in_rescore", step=target[0], group=target[1]))
         return
     st.html(side_by_side(group, rows))
+    if info.algo == "ppo":  # the run's A is its GAE mean; a rescore's is the group advantage GRPO would use
+        st.caption(t("rescore.ppo"))
 
 
 def show_summary(s: dict) -> None:
