@@ -38,13 +38,13 @@ def follow_address() -> None:
     if step is not None:
         if step.isdigit() and int(step) >= 1:
             st.session_state["groups_step"] = int(step)
-            st.session_state["groups_mode"] = "step"
+            st.session_state.pop("groups_mode", None)  # back to its default: browse by step
         else:
             ui.warn([t("groups_order.bad_step", step=step)])
     if sort is not None:
         if sort in group_order.SORTS:
             st.session_state[per_language(SORT_KEY)] = sort
-            st.session_state["groups_mode"] = "step"
+            st.session_state.pop("groups_mode", None)
         else:
             ui.warn([t("groups_order.bad_sort", sort=sort, allowed=", ".join(group_order.SORTS))])
 
