@@ -7,7 +7,12 @@ logged text count (docs/run-directory.md, "labels/").
 
 TRL's `RewardTrainer` and `DPOTrainer` read rows `{"prompt", "chosen", "rejected"}`; when the run's
 prompts were chat-formatted, the prompt is a list of messages and chosen / rejected each a list
-with one assistant message (TRL's conversational form).
+with one assistant message (TRL's conversational form). A system message the model's chat
+template adds by itself (SmolLM2's "You are a helpful AI assistant named SmolLM...") was not in
+the data: the export leaves it out. The import takes both of TRL's forms, standard and
+conversational (roles kept: the prompt is stored as a ChatML chat, read back turn by turn), with
+an explicit prompt or an implicit one (rows of only chosen / rejected: the prompt is their
+longest common start, as TRL's `extract_prompt` reads it).
 
 `grpo-lab-labels export RUN_DIR OUT.jsonl` and `grpo-lab-labels import RUN_DIR IN.jsonl --labeler
 NAME` (also `python -m grpo_lab.preferences`).
@@ -16,6 +21,7 @@ NAME` (also `python -m grpo_lab.preferences`).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from itertools import combinations
@@ -125,42 +131,117 @@ def _conversation(prompt: str) -> list[dict] | None:
     return [{"role": role, "content": content} for role, content in turns] or None
 
 
-def to_trl(df: pd.DataFrame) -> list[dict]:
-    """Pairs as TRL preference rows; conversational where the logged prompt is a rendered chat."""
+def _completion_messages(text: str) -> list[dict]:
+    """A completion as TRL's conversational completion: one assistant message, or the messages of
+    a completion imported with several (stored as a ChatML chat, as a prompt is)."""
+    return _conversation(text) if text.startswith(CHATML_OPEN) else [{"role": "assistant", "content": text}]
+
+
+def to_trl(df: pd.DataFrame, template_system: str | None = None) -> list[dict]:
+    """Pairs as TRL preference rows; conversational where the logged prompt is a rendered chat.
+    template_system: the system message the run's chat template adds when the data gives none
+    (`default_system`), left out: it was not in the data."""
     out = []
     for r in df.itertuples():
         messages = _conversation(r.prompt)
         if messages is None:
             out.append({"prompt": r.prompt, "chosen": r.chosen, "rejected": r.rejected})
-        else:
-            out.append({"prompt": messages, "chosen": [{"role": "assistant", "content": r.chosen}],
-                        "rejected": [{"role": "assistant", "content": r.rejected}]})
+            continue
+        if template_system is not None and messages[0] == {"role": "system", "content": template_system}:
+            messages = messages[1:]
+        out.append({"prompt": messages, "chosen": _completion_messages(r.chosen),
+                    "rejected": _completion_messages(r.rejected)})
     return out
+
+
+def default_system(run_dir: str | Path) -> str | None:
+    """The system message the run's model's chat template writes when the messages have none
+    (None: it writes none, or the run's tokenizer is not on this machine). A system message the
+    run was given (config `system_prompt`) is data, never this."""
+    from grpo_lab.rundir.layout import read_json  # noqa: PLC0415
+
+    config = read_json(Path(run_dir) / "config.json") or {}
+    model = config.get("model")
+    if not isinstance(model, str) or not model or config.get("source") == "preferences":
+        return None
+    found = _template_system(model)
+    return None if found is None or found == (config.get("system_prompt") or None) else found
+
+
+@functools.lru_cache(maxsize=16)
+def _template_system(model: str) -> str | None:
+    try:
+        from transformers import AutoTokenizer  # noqa: PLC0415 - only an export of a chat run needs it
+
+        if model == "smollm2":  # the trainer's alias: its converted copy (trainer/smollm.py)
+            from grpo_lab.trainer import smollm  # noqa: PLC0415
+
+            model = str(smollm.cached_dir()) if smollm.is_cached() else model
+        tokenizer = AutoTokenizer.from_pretrained(model, local_files_only=True)
+        if not getattr(tokenizer, "chat_template", None):
+            return None
+        text = tokenizer.apply_chat_template([{"role": "user", "content": "probe"}], tokenize=False)
+    except Exception:  # noqa: BLE001 - no tokenizer here (offline, a removed folder): nothing to leave out
+        return None
+    turns = chat_turns(text)
+    return turns[0][1] if turns and turns[0][0] == "system" else None
 
 
 def export_jsonl(run_dirs: list[str | Path], out: str | Path) -> int:
     """Write every run's pairs to `out` as TRL preference JSONL; returns the number of rows."""
-    rows = [row for run in run_dirs for row in to_trl(pairs(run))]
+    rows = [row for run in run_dirs for row in to_trl(pairs(run), default_system(run))]
     with open(out, "w", encoding="utf-8") as fh:
         for row in rows:
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
     return len(rows)
 
 
+CHATML_OPEN = "<|im_start|>"
+
+
+def _is_messages(value) -> bool:
+    return isinstance(value, list) and bool(value) and all(
+        isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str) for m in value)
+
+
 def _text(value, field: str, line: int) -> str:
-    """A prompt or completion in either TRL form, as the text a run would log."""
+    """A prompt or completion in either TRL form, as the text a run logs: text as it is; messages
+    as a ChatML chat (what a chat run logs, and what rundir.chat reads back turn by turn), except a
+    completion of one assistant message, which is its text (as a chat run logs a completion)."""
     if isinstance(value, str):
         return value
-    if isinstance(value, list) and all(isinstance(m, dict) and isinstance(m.get("content"), str) for m in value):
-        return "\n".join(m["content"] for m in value)
+    if _is_messages(value):
+        if field != "prompt" and len(value) == 1 and value[0]["role"] == "assistant":
+            return value[0]["content"]
+        chat = "".join(f"{CHATML_OPEN}{m['role']}\n{m['content']}<|im_end|>\n" for m in value)
+        return chat + (f"{CHATML_OPEN}assistant\n" if field == "prompt" else "")
     raise labels.LabelError(f"line {line}: {field} must be text or a list of messages with text content")
 
 
+def split_implicit(chosen, rejected) -> tuple:
+    """(prompt, chosen, rejected) of a row with an implicit prompt: the longest common start of
+    chosen and rejected, whole messages for conversations; for text, cut before the space that
+    starts the answers, as TRL's extract_prompt cuts it.
+
+    >>> split_implicit("The sky is blue.", "The sky is green.")
+    ('The sky is', ' blue.', ' green.')
+    >>> q, a, b = [{"role": "user", "content": "Sky?"}], {"role": "assistant", "content": "Blue."}, {"role": "assistant", "content": "Green."}
+    >>> split_implicit(q + [a], q + [b]) == (q, [a], [b])
+    True
+    """
+    n = 0
+    while n < min(len(chosen), len(rejected)) and chosen[n] == rejected[n]:
+        n += 1
+    if isinstance(chosen, str) and 0 < n < min(len(chosen), len(rejected)) and chosen[n - 1] == " ":
+        n -= 1
+    return chosen[:n], chosen[n:], rejected[n:]
+
+
 def import_jsonl(run_dir: str | Path, path: str | Path, labeler: str) -> int:
-    """A TRL preference JSONL (prompt, chosen, rejected) as a rated run: each row becomes one group
-    of two completions at step 1, 2, ... (tables/samples written as a run of its own), the chosen one
-    ranked 1 and scored 1, the rejected one ranked 2 and scored 0. `run_dir` must not exist yet.
-    Returns the number of pairs imported."""
+    """A TRL preference JSONL (prompt, chosen, rejected; or only chosen and rejected, the prompt
+    implicit) as a rated run: each row becomes one group of two completions at step 1, 2, ...
+    (tables/samples written as a run of its own), the chosen one ranked 1 and scored 1, the rejected
+    one ranked 2 and scored 0. `run_dir` must not exist yet. Returns the number of pairs imported."""
     from grpo_lab.rundir.layout import SCHEMA_VERSION, RunPaths, write_json_atomic  # noqa: PLC0415
     from grpo_lab.rundir.writer import RunWriter  # noqa: PLC0415
 
@@ -176,10 +257,17 @@ def import_jsonl(run_dir: str | Path, path: str | Path, labeler: str) -> int:
                 row = json.loads(text)
             except ValueError:
                 raise labels.LabelError(f"line {line}: not JSON") from None
-            missing = [k for k in ("prompt", "chosen", "rejected") if not isinstance(row, dict) or k not in row]
+            missing = [k for k in ("chosen", "rejected") if not isinstance(row, dict) or k not in row]
             if missing:
-                raise labels.LabelError(f"line {line}: needs prompt, chosen and rejected; missing {', '.join(missing)}")
-            rows.append(tuple(_text(row[k], k, line) for k in ("prompt", "chosen", "rejected")))
+                raise labels.LabelError(f"line {line}: needs prompt, chosen and rejected (or chosen and rejected, "
+                                        f"the prompt implicit); missing {', '.join(missing)}")
+            if "prompt" in row:
+                parts = (row["prompt"], row["chosen"], row["rejected"])
+            elif isinstance(row["chosen"], type(row["rejected"])) and isinstance(row["chosen"], (str, list)):
+                parts = split_implicit(row["chosen"], row["rejected"])
+            else:
+                raise labels.LabelError(f"line {line}: chosen and rejected must both be text or both messages")
+            rows.append(tuple(_text(v, k, line) for k, v in zip(("prompt", "chosen", "rejected"), parts)))
     if not rows:
         raise labels.LabelError(f"path: {str(path)!r} has no preference rows")
     labels.check_labeler(labeler)  # checked before anything is written

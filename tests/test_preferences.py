@@ -79,7 +79,8 @@ def test_conversational_prompts_export_as_messages():
 
 @pytest.mark.parametrize("line, message", [
     ("not json", "line 1: not JSON"),
-    ('{"prompt": "a", "chosen": "b"}', "line 1: needs prompt, chosen and rejected; missing rejected"),
+    ('{"prompt": "a", "chosen": "b"}', r"line 1: needs prompt, chosen and rejected \(or chosen and rejected, the "
+                                       r"prompt implicit\); missing rejected"),
     ('{"prompt": 3, "chosen": "b", "rejected": "c"}', "line 1: prompt must be text or a list of messages"),
 ])
 def test_import_refuses_bad_lines(tmp_path, line, message):
