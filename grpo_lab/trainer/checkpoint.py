@@ -2,39 +2,137 @@
 
 checkpoints/step-NNNNNNNN/{model.safetensors, optimizer.pt, rng.pt, meta.json}; the folder is
 built under a temporary name and renamed, so a checkpoint on disk is always whole.
+
+A checkpoint is input: a run folder may come from someone else, and a pickle can name any function
+to call. So nothing is unpickled but tensors, numbers, strings and containers (torch.load with
+weights_only=True): rng.pt holds the generators' states as tensors and numbers (RNG_FORMAT). An
+rng.pt of the earlier format (python's state as a tuple, numpy's as a tuple with an ndarray) still
+loads, with numpy's array rebuilders allowed for that one load (LEGACY_NUMPY): they build an array
+from bytes and call nothing else. Anything else (a file naming another global, a damaged file, a
+state of the wrong shape) is refused by `check` and `load` in one line naming the file, before any
+of it is used.
 """
 
 from __future__ import annotations
 
 import random
+import re
 import shutil
 import tempfile
 from pathlib import Path
 
 import numpy as np
 import torch
+from numpy._core.multiarray import _reconstruct
 from safetensors.torch import load_model, save_file, save_model
 
 from grpo_lab.rundir.layout import read_json, write_json_atomic
+from grpo_lab.trainer.config import ConfigError
 
 INITIAL = "initial"  # the policy as RL started (after any warm start): the frozen reference
+RNG_FORMAT = 2  # rng.pt: tensors and numbers (1, unnamed in the file: python's and numpy's own objects)
+# What an rng.pt of format 1 needs to unpickle numpy's key array (numpy 1 wrote the module as numpy.core)
+LEGACY_NUMPY = [_reconstruct, (_reconstruct, "numpy.core.multiarray._reconstruct"), np.ndarray, np.dtype,
+                type(np.dtype(np.uint32))]
 
 
 def rng_state() -> dict:
+    """The torch, CUDA, Python and NumPy generators' states as tensors and numbers (RNG_FORMAT)."""
+    version, internal, gauss = random.getstate()
+    kind, keys, pos, has_gauss, cached = np.random.get_state()
     return {
+        "format": RNG_FORMAT,
         "torch": torch.get_rng_state(),
         "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
-        "python": random.getstate(),
-        "numpy": np.random.get_state(),
+        "python": {"version": version, "state": torch.tensor(internal, dtype=torch.int64), "gauss": gauss},
+        "numpy": {"kind": kind, "keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos),
+                  "has_gauss": int(has_gauss), "cached_gaussian": float(cached)},
     }
 
 
 def set_rng_state(state: dict) -> None:
+    """Restore what `rng_states` checked (the generators' own forms)."""
     torch.set_rng_state(state["torch"])
     if state["cuda"] and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
     random.setstate(state["python"])
     np.random.set_state(state["numpy"])
+
+
+def rng_states(data) -> dict:
+    """rng.pt's content (either format) as the generators take it, each state tried on a throwaway
+    generator first; ValueError saying what is wrong otherwise."""
+    if not isinstance(data, dict) or not {"torch", "python", "numpy"} <= set(data):
+        raise ValueError("not the RNG states a checkpoint holds")
+    py, npy = data["python"], data["numpy"]
+    if data.get("format") == RNG_FORMAT:
+        if not (isinstance(py, dict) and isinstance(npy, dict) and isinstance(py.get("state"), torch.Tensor)
+                and isinstance(npy.get("keys"), torch.Tensor)):
+            raise ValueError("python or numpy state is not a tensor")
+        py = (py.get("version"), tuple(int(v) for v in py["state"].tolist()), py.get("gauss"))
+        npy = (npy.get("kind"), npy["keys"].numpy().astype(np.uint32), npy.get("pos"), npy.get("has_gauss"),
+               npy.get("cached_gaussian"))
+    cuda = data.get("cuda", [])
+    if not (isinstance(data["torch"], torch.Tensor) and isinstance(cuda, list)
+            and all(isinstance(t, torch.Tensor) and t.dtype == torch.uint8 for t in cuda)):
+        raise ValueError("torch or cuda state is not a byte tensor")
+    try:  # the generators' own checks, on generators nobody uses
+        torch.Generator().set_state(data["torch"])
+        random.Random().setstate(py)
+        np.random.RandomState().set_state(npy)
+    except (TypeError, ValueError, RuntimeError, OverflowError) as exc:
+        raise ValueError(f"a generator refuses its state ({_first_line(exc)})") from None
+    return {"torch": data["torch"], "cuda": cuda, "python": py, "numpy": npy}
+
+
+def load_data(path: Path, legacy_numpy: bool = False, mmap: bool = False):
+    """torch.load of a checkpoint file that unpickles data only; ConfigError naming the file when
+    it holds anything else (nothing of it has run: the weights-only unpickler never calls it).
+    mmap: tensors stay on disk (a check need not read a large optimizer state)."""
+    try:
+        if legacy_numpy:
+            with torch.serialization.safe_globals(LEGACY_NUMPY):
+                return torch.load(path, weights_only=True, mmap=mmap)
+        return torch.load(path, weights_only=True, mmap=mmap)
+    except Exception as exc:  # noqa: BLE001 - pickle, zip and torch errors alike mean "not loadable as data"
+        raise ConfigError(f"resume: {path} cannot be loaded as data ({_why(exc)}); it is not used and "
+                          "nothing in it ran") from None
+
+
+def _why(exc: Exception) -> str:
+    text = str(exc)
+    if named := re.search(r"GLOBAL ([\w.]+)", text):
+        return f"it names {named.group(1)}, which a checkpoint never holds"
+    return f"{type(exc).__name__}: {_first_line(exc) or 'unreadable'}"
+
+
+def _first_line(exc: Exception) -> str:
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    detail = [ln for ln in lines if "WeightsUnpickler error" not in ln and "weights_only" not in ln]
+    return ((detail or lines or [""])[0])[:200]
+
+
+def load_rng(path: Path) -> dict:
+    """rng.pt checked (`rng_states`); ConfigError naming the file when it cannot be used."""
+    data = load_data(path, legacy_numpy=True)
+    try:
+        return rng_states(data)
+    except ValueError as exc:
+        raise ConfigError(f"resume: {path} is not a checkpoint's RNG state ({exc}); it is not used") from None
+
+
+def check(path: Path | None) -> None:
+    """Refuse (ConfigError, one line naming the file) a checkpoint that `load` could not use safely:
+    called with the resume's other checks, before the run directory is touched."""
+    if path is None:
+        return
+    meta = read_json(path / "meta.json") or {}
+    if isinstance(meta.get("step"), bool) or not isinstance(meta.get("step"), int) or meta["step"] < 0:
+        raise ConfigError(f"resume: {path / 'meta.json'} has no step (a whole number >= 0)")
+    if (path / "optimizer.pt").is_file():
+        if not isinstance(load_data(path / "optimizer.pt", mmap=True), dict):
+            raise ConfigError(f"resume: {path / 'optimizer.pt'} is not an optimizer state")
+        load_rng(path / "rng.pt")
 
 
 def save(folder: Path, step: int, models: dict[str, torch.nn.Module | dict], optimizer=None,
@@ -98,6 +196,6 @@ def load(path: Path, models: dict[str, torch.nn.Module], optimizer=None) -> int:
     for key, model in models.items():
         load_model(model, str(path / f"{key}.safetensors"))
     if optimizer is not None and (path / "optimizer.pt").is_file():
-        optimizer.load_state_dict(torch.load(path / "optimizer.pt", weights_only=True))
-        set_rng_state(torch.load(path / "rng.pt", weights_only=False))
+        optimizer.load_state_dict(load_data(path / "optimizer.pt"))
+        set_rng_state(load_rng(path / "rng.pt"))
     return int(read_json(path / "meta.json")["step"])

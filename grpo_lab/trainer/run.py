@@ -181,6 +181,12 @@ def prepare(cfg: Config, d: Dist | None = None) -> tuple[Components, RunPaths, S
         if d.writer:
             check_run_dir(cfg)
             lock = claim(cfg, paths) if cfg.resume else None  # a resume fails fast; a new run claims below
+            if cfg.resume:  # a checkpoint holding more than data (a planted pickle) is refused, unrun
+                try:
+                    checkpoint.check(checkpoint.latest(paths.checkpoints))
+                except ConfigError:
+                    lock.release()
+                    raise
     with d.agreed():
         reward_fns = build_rewards(cfg)
         task, eval_task = build_tasks(cfg)  # every row checked: bad data stops here
