@@ -25,7 +25,7 @@ from grpo_lab.rundir.reader import RunInfo
 
 PICK_KEY = "rescore_pick"
 CHANGED = "rgba(255,200,0,.45)"  # a reward the rescore changed
-FLIPPED = "rgba(230,60,60,.45)"  # an advantage whose sign the rescore flipped
+FLIPPED = "outline:2px solid #c0392b;outline-offset:-2px;"  # an advantage whose sign the rescore flipped: framed
 
 
 def render(info: RunInfo, target: tuple[int, int], group: pd.DataFrame) -> None:
@@ -87,8 +87,8 @@ def side_by_side(group: pd.DataFrame, rows: pd.DataFrame) -> str:
         cells = [(str(int(r["sample_idx"])), ""), (_num(r.get("reward")), ""),
                  (_signed(run_a), f"background:{markup.BACKGROUND[markup.adv_class(run_a or 0.0)]};"),
                  (_num(r.get("new:reward")), f"background:{CHANGED};" if changed else ""),
-                 (_signed(new_a), f"background:{FLIPPED};" if flipped else
-                  f"background:{markup.BACKGROUND[markup.adv_class(new_a or 0.0)]};"),
+                 (("⇅ " if flipped else "") + _signed(new_a),
+                  f"background:{markup.BACKGROUND[markup.adv_class(new_a or 0.0)]};" + (FLIPPED if flipped else "")),
                  *[(_num(r.get(f"new:{c}")), "") for c in mine],
                  (f'<code>{markup.cut_text(r["completion"], False)}</code>', markup.WRAP)]
         marks = " ".join(m for m, on in (("changed", changed), ("flipped", flipped)) if on)
