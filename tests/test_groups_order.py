@@ -183,3 +183,10 @@ def test_the_expected_loss_is_what_the_trainer_logs_at_ratio_one(tiny_run):
         note = loss_note.step_loss(rows, int(step), "token", None, mask_truncated=False)
         assert note.expected == pytest.approx(logged, abs=1e-5)
     assert scalars["logged"].abs().max() > 1e-4  # not 0 = 0: the weighting showed
+
+
+def test_a_click_on_a_wall_time_curve_picks_the_step_logged_nearest_that_minute():
+    scalars = pd.DataFrame({"step": [1, 2, 3, 4], "time": [100.0, 160.0, 400.0, 430.0], "wall_s": [10.0, 70, 310, 340]})
+    # minutes since the start (90 s before the first row): 0.17, 1.17, 5.17, 5.67
+    assert [curve_link.step_at(scalars, "wall", x) for x in (0.0, 1.5, 4.0, 5.6)] == [1, 2, 3, 4]
+    assert curve_link.step_at(scalars, "step", 2.4) == 2
