@@ -10,6 +10,9 @@ this server's names can only come from DNS rebinding (a web page whose name now 
 127.0.0.1): then Streamlit's own `server.allowedHosts` refuses the WebSocket itself, before any
 script runs. Listening wider, visitors from other machines use names we cannot know, so the
 page gate (access.gate) answers a foreign Host with the token prompt instead.
+
+Beside the server runs the queue's scheduler (launching/scheduler.py), so queued runs start when a
+slot frees with no page open; it ends with the server.
 """
 
 from __future__ import annotations
@@ -50,15 +53,18 @@ def command(argv: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from grpo_lab.dashboard.launching import scheduler
     from grpo_lab.dashboard.launching.keys import KeyDirError, check_key_dir
     from grpo_lab.rundir.layout import default_runs_dir
 
+    runs_dir = Path(default_runs_dir())
     try:  # a key others may read would let them sign queue entries: refused before the server starts
-        check_key_dir(Path(default_runs_dir()))
+        check_key_dir(runs_dir)
     except KeyDirError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     cmd = command(sys.argv[1:] if argv is None else argv)
+    scheduler.start(runs_dir)  # its parent is this pid, which execv hands on to the server
     os.execv(cmd[0], cmd)  # becomes the server: Ctrl-C and signals reach Streamlit itself
     return 0  # not reached
 

@@ -19,6 +19,8 @@ Stop signals a pid only when that process is the trainer of this very run folder
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import functools
 import os
 import signal
@@ -224,12 +226,35 @@ def training(runs_dir: Path) -> int:
     return len(active) + sum(1 for p in pending(runs_dir, active) if p.alive)
 
 
+def lock_file(runs_dir: Path, name: str):
+    """`<runs>/.launcher/<name>`, opened for flock (never through a planted symlink)."""
+    fd = os.open(_launch_folder(Path(runs_dir)) / name, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    return open(fd, "r+")
+
+
+@contextlib.contextmanager
+def queue_lock(runs_dir: Path):
+    """Held while the queue is read and started: the scheduler (launching/scheduler.py), the Runs
+    page and grpo-lab-sweep may all call start_queued at once, and one entry must start once."""
+    with lock_file(runs_dir, "queue.lock") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
 def start_queued(runs_dir: Path) -> list[str]:
     """Start queued launches, oldest first, while slots are free; returns the names started. The
     queue is files in .launcher/, so it outlives a dashboard restart, and anyone who can write
     there can plant an entry: one without this dashboard's signature is refused at once, and a
     signed one is checked again, as the form's values are, before it starts (the data folders,
-    reward modules or limits may have changed since it was queued)."""
+    reward modules or limits may have changed since it was queued). The dashboard's scheduler
+    calls this every few seconds, so the queue moves with no page open."""
+    if not any(p.queued for p in pending(runs_dir)):
+        return []  # nothing waits: no lock taken, no .launcher folder made
+    with queue_lock(runs_dir):
+        return _start_queued(runs_dir)
+
+
+def _start_queued(runs_dir: Path) -> list[str]:
     started = []
     queued = sorted((p for p in pending(runs_dir) if p.queued), key=lambda p: p.started_at)
     for entry in queued:

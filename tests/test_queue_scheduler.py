@@ -1,0 +1,77 @@
+"""The queue moves with no page open: `grpo-lab-dashboard` starts a scheduler beside the server
+(launching/scheduler.py), one per runs folder, which starts queued launches when a slot frees."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+from grpo_lab.dashboard.launching import launcher, scheduler
+from grpo_lab.rundir.reader import read_run
+from trainer_helpers import ROOT, wait_until
+
+QUICK = {"group_size": 2, "prompts_per_step": 2, "sft_steps": 1, "passes": 1, "max_new_tokens": 2,
+         "token_detail_groups": 0, "flush_seconds": 0.2}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _env(runs, keys) -> dict:
+    return {**os.environ, "PYTHONPATH": str(ROOT), "GRPO_LAB_RUNS_DIR": str(runs), launcher.KEY_DIR_ENV: str(keys),
+            launcher.MAX_RUNS_ENV: "1"}
+
+
+def test_a_queued_run_starts_when_the_first_ends_with_no_page_open_after_a_restart(tmp_path, monkeypatch):
+    runs, keys = tmp_path / "runs", tmp_path / "keys"
+    monkeypatch.setenv(launcher.KEY_DIR_ENV, str(keys))
+    monkeypatch.setenv(launcher.MAX_RUNS_ENV, "1")
+    _, first_pid = launcher.launch({**QUICK, "name": "first", "max_steps": 3}, runs)
+    _, queued_pid = launcher.launch({**QUICK, "name": "second", "max_steps": 2}, runs)
+    assert first_pid > 0 and queued_pid == 0  # one slot: the second waits in the queue
+    # a dashboard started after both were queued (as after a restart), and no page ever opened
+    server = subprocess.Popen([sys.executable, "-m", "grpo_lab.dashboard.serve", "--server.port", str(free_port())],
+                              cwd=tmp_path, env=_env(runs, keys), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        second = wait_until(lambda: (r := read_run(runs, "second")).state == "finished" and r, timeout=240,
+                            what="the queued run to start and finish", alive=server, every=0.5)
+        first = read_run(runs, "first")
+        assert first.state == "finished"
+        assert second.started_at >= first.status["updated_at"] - 1.0  # after the first ended, not beside it
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    # the scheduler ends with its dashboard, and leaves the runs folder's lock free
+    handle = wait_until(lambda: scheduler.try_lock(runs), timeout=30, what="the scheduler to end with the server")
+    handle.close()
+
+
+def test_one_scheduler_per_runs_folder_the_second_waits_for_the_lock(tmp_path, monkeypatch):
+    runs, keys = tmp_path / "runs", tmp_path / "keys"
+    monkeypatch.setenv(launcher.KEY_DIR_ENV, str(keys))
+    monkeypatch.setenv(launcher.MAX_RUNS_ENV, "1")
+    launcher.launch({**QUICK, "name": "held", "max_steps": 2000}, runs)  # takes the slot...
+    launcher.launch({**QUICK, "name": "next", "max_steps": 2}, runs)  # ...so this one is queued
+    other = scheduler.try_lock(runs)  # another dashboard's scheduler holds the lock
+    assert other is not None and scheduler.try_lock(runs) is None
+    mine = subprocess.Popen([sys.executable, "-m", "grpo_lab.dashboard.launching.scheduler", "--runs-dir", str(runs),
+                             "--parent", str(os.getpid())], cwd=ROOT, env=_env(runs, keys))
+    try:
+        wait_until(lambda: read_run(runs, "held").state == "running", timeout=120, what="the first run to train")
+        launcher.stop(runs, "held")
+        wait_until(lambda: read_run(runs, "held").state == "stopped", timeout=120, what="the first run to stop")
+        time.sleep(3 * scheduler.POLL_S)  # a slot is free, but this scheduler has no lock: nothing starts
+        assert [p.name for p in launcher.pending(runs) if p.queued] == ["next"]
+        other.close()  # the other dashboard ended
+        wait_until(lambda: read_run(runs, "next").state == "finished", timeout=240, every=0.5,
+                   what="the waiting scheduler to take over and start the queued run", alive=mine)
+    finally:
+        mine.send_signal(signal.SIGKILL)
+        mine.wait()
