@@ -8,7 +8,8 @@ completions go to the rewards in one call, as the trainer calls them (the same b
 trainer_state, None rule and weighted sum: grpo_lab/rewards/combine.py), and the totals give the
 advantages `objective.functions.group_advantages` gives under the run's own `std_mode`, step by step
 (std_mode batch: over the step's trained groups, as the trainer did). The run's files are not
-touched; the result is one folder, `RUN/rescores/<name>/` (docs/run-directory.md):
+touched; the result is one folder, `RUN/rescores/<name>/` (docs/run-directory.md; written and read
+back by grpo_lab/rundir/rescores.py):
 
     samples.parquet   one row per completion: the new rewards and advantages beside the run's
     summary.json      what changed: rewards, advantage signs, groups that gain or lose signal
@@ -27,9 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import re
-import shutil
 import sys
 import time
 from dataclasses import dataclass, field
@@ -39,17 +38,14 @@ from typing import Callable
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from grpo_lab import rewards
 from grpo_lab.objective.options import STD_MODES
-from grpo_lab.rundir.layout import valid_run_name, write_json_atomic
+from grpo_lab.rundir import rescores
+from grpo_lab.rundir.layout import valid_run_name
 from grpo_lab.rundir.query import query
 from grpo_lab.rundir.reader import open_regular
 
-RESCORES = "rescores"  # RUN/rescores/<name>/
-SAMPLES_FILE, SUMMARY_FILE = "samples.parquet", "summary.json"
 EXAMPLES = 100  # (step, group) pairs the summary lists for each kind of change
 CHANGED_TOL = 1e-6  # a reward that moved less (relative) only lost float digits (an import's float64 vs float32)
 # The answer column under the names other trainers' rewards read it (docs/run-directory.md, `answer`)
@@ -280,9 +276,9 @@ def rescore(run_dir: str | Path, request: Request, *, force: bool = False,
     if std_mode not in STD_MODES:
         raise RescoreError(f"run {run_dir.name}: std_mode {std_mode!r} in its config.json is not one of "
                            f"{', '.join(STD_MODES)}")
-    target = run_dir / RESCORES / request.name
+    target = run_dir / rescores.RESCORES / request.name
     if target.exists() and not force:
-        raise RescoreError(f"--name: {RESCORES}/{request.name} exists in run {run_dir.name}; pick another --name or "
+        raise RescoreError(f"--name: {rescores.RESCORES}/{request.name} exists in run {run_dir.name}; pick another --name or "
                            "pass --force to replace it")
     rows = read_samples(run_dir)
     fns = build_rewards(request)
@@ -320,7 +316,10 @@ def rescore(run_dir: str | Path, request: Request, *, force: bool = False,
     table["sign_flipped"] = np.sign(run_adv) * np.sign(advantage) < 0
     summary = summarize(table, zero_before, zero_after, request=request, std_mode=std_mode, run=run_dir.name,
                         errors=errors, first_error=first_error, seconds=time.time() - start)
-    _write(run_dir, request.name, table, summary, force)
+    try:
+        rescores.write(run_dir, request.name, table, summary, force)
+    except rescores.WriteError as exc:
+        raise RescoreError(f"--name: {exc}") from None
     return Result(path=target, summary=summary, samples=table)
 
 
@@ -377,68 +376,6 @@ def _run_config(run_dir: Path) -> dict:
     if not isinstance(config, dict):
         raise RescoreError(f"run {run_dir.name}: config.json is not a mapping")
     return config
-
-
-def _write(run_dir: Path, name: str, table: pd.DataFrame, summary: dict, force: bool) -> None:
-    """The folder built under .tmp-* and renamed into place: a reader sees all of it or none."""
-    folder = run_dir / RESCORES
-    folder.mkdir(exist_ok=True)
-    tmp = folder / f".tmp-{name}-{os.getpid()}-{time.monotonic_ns()}"
-    tmp.mkdir()
-    old = None
-    try:
-        # rows in step order, in row groups of 64k: a reader of one group skips the others (read_group)
-        pq.write_table(pa.Table.from_pandas(table, preserve_index=False), tmp / SAMPLES_FILE, row_group_size=1 << 16)
-        write_json_atomic(tmp / SUMMARY_FILE, summary)
-        target = folder / name
-        if target.exists() and force:
-            old = folder / f".tmp-old-{name}-{os.getpid()}-{time.monotonic_ns()}"
-            os.rename(target, old)
-        os.rename(tmp, target)
-    except OSError as exc:
-        shutil.rmtree(tmp, ignore_errors=True)
-        if old is not None and not (folder / name).exists():
-            os.rename(old, folder / name)  # the replaced result comes back: nothing already written is lost
-        raise RescoreError(f"--name: cannot write {RESCORES}/{name} in run {run_dir.name}: {exc.strerror or exc}") from None
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
-
-
-# --- reading rescores back (the dashboard) -----------------------------------------------------
-
-
-def list_rescores(run_dir: str | Path) -> list[str]:
-    """The rescores of a run, newest first (names of folders with a summary)."""
-    folder = Path(run_dir) / RESCORES
-    try:
-        found = [p for p in folder.iterdir() if valid_run_name(p.name) and (p / SUMMARY_FILE).is_file()]
-    except OSError:
-        return []
-    return [p.name for p in sorted(found, key=lambda p: (p / SUMMARY_FILE).stat().st_mtime, reverse=True)]
-
-
-def read_summary(run_dir: str | Path, name: str) -> dict | None:
-    """A rescore's summary.json, or None when it is missing, not a regular file inside the run, or not JSON."""
-    if not valid_run_name(name):
-        return None
-    try:
-        with open_regular(Path(run_dir) / RESCORES / name / SUMMARY_FILE, run_dir) as fh:
-            data = json.loads(fh.read(1 << 20))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def read_group(run_dir: str | Path, name: str, step: int, group: int) -> pd.DataFrame:
-    """A rescore's rows of one group, by sample_idx (empty when unreadable)."""
-    if not valid_run_name(name):
-        return pd.DataFrame()
-    try:
-        with open_regular(Path(run_dir) / RESCORES / name / SAMPLES_FILE, run_dir) as fh:
-            table = pq.read_table(fh, filters=[("step", "=", int(step)), ("group", "=", int(group))])
-    except (OSError, pa.ArrowException):
-        return pd.DataFrame()
-    return table.to_pandas().sort_values("sample_idx").reset_index(drop=True)
 
 
 # --- command line -------------------------------------------------------------------------------

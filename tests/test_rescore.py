@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from grpo_lab import rescore
+from grpo_lab.rundir import rescores
 from grpo_lab.objective.functions import group_advantages
 from test_import_runs import write_verl_dump
 from trainer_helpers import read_table
@@ -58,7 +59,7 @@ def test_own_rewards_reproduce_the_run_and_another_reward_its_group_advantages(t
     assert other.summary["signal"]["lost"] == int((~zero_before & zero_after).sum())
     summary = json.loads((run / "rescores" / "short" / "summary.json").read_text())
     assert summary["rewards"] == {"length": 1.0} and summary["reward_params"] == {"length": {"max_len": 1}}
-    assert rescore.list_rescores(run) == ["short", "own"]
+    assert rescores.list_rescores(run) == ["short", "own"]
 
 
 @pytest.fixture(scope="module")
@@ -135,9 +136,9 @@ def test_force_replaces_a_rescore_whole(verl_run):
     first = rescore.rescore(verl_run, rescore.parse_request("length", name="again"))
     second = rescore.rescore(verl_run, rescore.parse_request("trl_helpers:correct", name="again"), force=True)
     assert first.summary["rewards"] != second.summary["rewards"]
-    assert rescore.read_summary(verl_run, "again")["rewards"] == {"trl_helpers:correct": 1.0}
+    assert rescores.read_summary(verl_run, "again")["rewards"] == {"trl_helpers:correct": 1.0}
     assert [p.name for p in (verl_run / "rescores").iterdir() if p.name.startswith(".tmp")] == []
-    group = rescore.read_group(verl_run, "again", 1, 0)
+    group = rescores.read_group(verl_run, "again", 1, 0)
     assert group["sample_idx"].tolist() == sorted(group["sample_idx"]) and len(group) > 0
 
 
@@ -173,7 +174,7 @@ def test_groups_page_shows_a_rescore_beside_the_run_and_starts_one(verl_run, mon
     at.run(timeout=120)
     assert not at.exception and not at.error, texts(at.error)
     assert at.selectbox(key=rescore_view.PICK_KEY).value == f"form-{lang}"  # the new one is shown
-    assert rescore.read_summary(verl_run, f"form-{lang}")["rewards"] == {"trl_helpers:correct": 1.0}
+    assert rescores.read_summary(verl_run, f"form-{lang}")["rewards"] == {"trl_helpers:correct": 1.0}
 
 
 def test_rewards_read_the_logged_answer_by_the_source_s_name_and_the_tool_calls_from_turns():

@@ -17,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from test_import_runs import write_verl_dump  # noqa: E402
 
 from grpo_lab import rescore  # noqa: E402
+from grpo_lab.rundir import rescores  # noqa: E402
 
 pytestmark = pytest.mark.browser
 expect.set_options(timeout=60_000)
@@ -64,5 +65,5 @@ def test_a_rescore_shows_beside_the_runs_rewards_on_groups(served, page, lang):
     page.get_by_role("button", name=words["rescore.start"]).click()
     expect(page.get_by_text(literal("rescore.done", lang), exact=False)).to_be_visible()
     wait_idle(page)
-    assert rescore.read_summary(run, f"form-{lang}")["rewards"] == {"correctness": 1.0}
+    assert rescores.read_summary(run, f"form-{lang}")["rewards"] == {"correctness": 1.0}
     assert_page_whole(page, chinese=lang == "zh")

@@ -21,6 +21,7 @@ from grpo_lab.dashboard import access
 from grpo_lab.dashboard.i18n import t
 from grpo_lab.dashboard.reading import data
 from grpo_lab.dashboard.views import markup
+from grpo_lab.rundir import rescores
 from grpo_lab.rundir.reader import RunInfo
 
 PICK_KEY = "rescore_pick"
@@ -32,19 +33,19 @@ def render(info: RunInfo, target: tuple[int, int], group: pd.DataFrame) -> None:
     """The rescore section of the shown group (target: step, group; group: its rows in the run)."""
     st.markdown(t("rescore.heading"))
     form(info)
-    names = rescore.list_rescores(info.path)
+    names = rescores.list_rescores(info.path)
     if not names:
         st.caption(t("rescore.none"))
         return
     if st.session_state.get(PICK_KEY) not in names:
         st.session_state[PICK_KEY] = names[0]
     name = st.selectbox(t("rescore.pick"), names, key=PICK_KEY)
-    summary = rescore.read_summary(info.path, name)
+    summary = rescores.read_summary(info.path, name)
     if summary is None:
         st.warning(t("rescore.unreadable", name=markup.md(name)))
         return
     show_summary(summary)
-    rows = rescore.read_group(info.path, name, *target)
+    rows = rescores.read_group(info.path, name, *target)
     if rows.empty:
         st.caption(t("rescore.not_in_rescore", step=target[0], group=target[1]))
         return
