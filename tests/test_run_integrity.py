@@ -90,7 +90,8 @@ def test_half_written_checkpoints_are_removed_on_resume(tmp_path, one_pass_run):
     (["--beta", "inf"], "beta: must be a finite number"),
     (["--epsilon", "1e300"], "epsilon: must be in (0, 10]"),
     (["--temperature", "1e-300"], "temperature: must be in [0.01, 100]"),
-    (["--rewards", "correctness=nan"], "rewards: must name at least one reward, each with a finite weight"),
+    (["--rewards", "correctness=nan"], "rewards: must name at least one reward (or an environment whose get_reward "
+                                       "scores), each with a finite weight"),
     (["--group-size", "100000000"], "group_size: must be in [1, 1024]"),
     (["--prompts-per-step", "100000000"], "prompts_per_step: must be in [1, 65536]"),
     (["--prompts-per-step", "1000", "--group-size", "1000"], "prompts_per_step: times group_size (1000)"),

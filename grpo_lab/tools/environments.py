@@ -18,6 +18,7 @@ The trainer's rollout loop is grpo_lab/trainer/multiturn.py; `start` is what it 
 from __future__ import annotations
 
 import inspect
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -148,3 +149,75 @@ def start(cls: type, row: dict, rendered: str, prompter: Callable[[Any], str] | 
     prompt = with_observation(source, observation)
     text = prompter(prompt) if prompter is not None else with_observation(rendered, observation)
     return Started(env, observation, text, prompt)
+
+
+# --- what the trainer calls (grpo_lab/trainer/setup.py, multiturn.py, scoring.py) -----------------------
+
+
+def run_rewards(environment_spec: str, configured: dict) -> dict[str, tuple[Callable, float]]:
+    """The reward sources `--environment` adds to the configured ones (TRL's get_reward source, or
+    none); a ConfigError (one line) when the run would have no reward at all."""
+    from grpo_lab.tools.registry import ToolError, load_environment  # noqa: PLC0415
+    from grpo_lab.trainer.config import ConfigError  # noqa: PLC0415
+
+    if not environment_spec:
+        return {}
+    try:
+        added = environment_rewards(load_environment(environment_spec), configured)
+    except (ToolError, ValueError) as exc:
+        raise ConfigError(str(exc)) from None
+    if not configured and not added:
+        raise ConfigError(f"rewards: none given, and environment {environment_spec} has no get_reward to score "
+                          "with; name a reward with --rewards")
+    return added
+
+
+def start_rollouts(setup, rows: list[dict] | None, prompts: list[str], copies: int
+                   ) -> tuple[list[str], list[dict], list | None]:
+    """Each rollout's prompt text, toolbox and environment instance (None without a class), rollout
+    i answering prompts[i // copies]: a fresh instance per rollout, reset with its row; a rollout
+    whose reset returned an observation starts from the prompt re-rendered with it (`setup.prompter`).
+    The observed prompts are kept for the rewards (`prompts_seen`)."""
+    from grpo_lab.tools.registry import environment_tools  # noqa: PLC0415
+
+    B = len(prompts) * copies
+    if setup.environment is None:
+        return [prompts[i // copies] for i in range(B)], [setup.tools] * B, None
+    texts, boxes, envs = [], [], []
+    for i in range(B):
+        row = rows[i // copies] if rows else {"prompt": prompts[i // copies]}
+        started = start(setup.environment, row, prompts[i // copies], getattr(setup, "prompter", None))
+        texts.append(started.text)
+        boxes.append(setup.tools | environment_tools(started.environment))
+        envs.append(started.environment)
+        if started.observation is not None:
+            _remember(started.environment, started.prompt)
+    return texts, boxes, envs
+
+
+# id(env) -> (a reference to env, the prompt with its observation): an entry goes with its instance
+_SEEN: dict[int, tuple[Callable[[], object], Any]] = {}
+_SEEN_MAX = 1 << 16
+
+
+def _remember(env: object, prompt: Any) -> None:
+    if len(_SEEN) >= _SEEN_MAX:  # instances that cannot be weakly referenced: drop the oldest half
+        for key in list(_SEEN)[:_SEEN_MAX // 2]:
+            _SEEN.pop(key, None)
+    try:
+        ref = weakref.ref(env, lambda _gone, key=id(env): _SEEN.pop(key, None))
+    except TypeError:  # a class with __slots__ and no __weakref__
+        ref = lambda env=env: env  # noqa: E731
+    _SEEN[id(env)] = (ref, prompt)
+
+
+def prompts_seen(environments: list | None, prompts: list) -> list:
+    """The rewards' `prompts`, as TRL hands them: with the observation reset returned, where it
+    returned one (the environment instance says which rollout)."""
+    if not environments:
+        return prompts
+    out = []
+    for env, prompt in zip(environments, prompts):
+        kept = _SEEN.get(id(env))
+        out.append(kept[1] if kept is not None and kept[0]() is env else prompt)
+    return out

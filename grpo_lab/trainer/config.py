@@ -272,9 +272,11 @@ class Config:
                  "with strategy fsdp are not supported (processes must run the same forwards); use ddp")
             need(self.strategy == "ddp" or self.lora_r == 0, "strategy",
                  "fsdp with LoRA (lora_r > 0) is not supported; use ddp")
-        need(bool(self.rewards) and all(isinstance(w, (int, float)) and math.isfinite(w) and abs(w) <= 1e6
-                                        for w in self.rewards.values()),
-             "rewards", "must name at least one reward, each with a finite weight of at most 1e6 in size")
+        # none with an environment: its class's get_reward may be the reward (TRL's; checked when it loads)
+        need((bool(self.rewards) or bool(self.environment))
+             and all(isinstance(w, (int, float)) and math.isfinite(w) and abs(w) <= 1e6 for w in self.rewards.values()),
+             "rewards", "must name at least one reward (or an environment whose get_reward scores), each with a "
+             "finite weight of at most 1e6 in size")
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             need("float" not in str(hints[f.name]) or value is None or abs(value) <= 1e9, f.name,
