@@ -78,9 +78,10 @@ def test_the_runs_page_shows_a_sweep_as_one_row_with_its_progress(app, runs, lan
     sweep.submit("q", {"max_steps": 3}, [], [0, 1], runs)  # two queued runs of another sweep
     at = app("runs", lang=lang)
     labels = [e.label for e in at.expander]
-    words = i18n.texts(lang)["sweeps.row"]
-    assert words.format(sweep="s", finished=2, total=2, running=0, queued=0, failed=0) in labels, labels
-    assert words.format(sweep="q", finished=0, total=2, running=0, queued=2, failed=0) in labels, labels
+    words, part = i18n.texts(lang)["sweeps.row"], i18n.texts(lang)["sweeps.count_part"]
+    assert words.format(sweep="s", finished=2, total=2, others="") in labels, labels
+    queued = part.format(n=2, state=i18n.texts(lang)["state.queued"])
+    assert words.format(sweep="q", finished=0, total=2, others=f" · {queued}") in labels, labels
 
 
 def test_sweep_progress_counts_each_variants_seeds(runs):
@@ -95,9 +96,10 @@ def test_sweep_progress_counts_each_variants_seeds(runs):
     sweep.submit("s2", {}, ["beta=0,0.04"], [0], runs)
     listed = list_runs(runs)
     table = sweeps_view.progress(listed, launcher.pending(runs, {r.name for r in listed}), runs)
-    rows = {(r.sweep, r.variant): (r.queued, r.running, r.finished, r.failed, r.steps) for r in table.itertuples()}
-    assert rows == {("s", "beta=0"): (0, 0, 1, 0, "3 / 3"), ("s", "beta=0.04"): (0, 0, 0, 1, "1 / 3"),
-                    ("s2", "beta=0"): (1, 0, 0, 0, "0 / ?"), ("s2", "beta=0.04"): (1, 0, 0, 0, "0 / ?")}
+    rows = {(r.sweep, r.variant): (r.queued, r.running, r.finished, r.failed, r.stopped, r.steps)
+            for r in table.itertuples()}
+    assert rows == {("s", "beta=0"): (0, 0, 1, 0, 0, "3 / 3"), ("s", "beta=0.04"): (0, 0, 0, 0, 1, "1 / 3"),
+                    ("s2", "beta=0"): (1, 0, 0, 0, 0, "0 / ?"), ("s2", "beta=0.04"): (1, 0, 0, 0, 0, "0 / ?")}
 
 
 def test_picking_a_task_shows_and_sends_its_own_defaults(app, runs):

@@ -1,74 +1,115 @@
 """The Runs page's sweeps: each sweep one collapsed row with its progress, per variant how many of
-its seeds are queued, running, finished or failed, and a link to Compare its variants.
+its seeds are in each state, and a link to Compare its variants.
 
-A run's sweep and variant come from its config.json; a queued run has none yet, so they come from
-its queue entry's argv (`--sweep`, `--variant`, as grpo_lab/sweep.py queues them). Both are text
-from disk, shown escaped.
+A run's sweep and variant come from its config.json; a launch that has no run folder yet (queued,
+or its trainer still starting) has none, so they come from its launch record's command line
+(`--sweep`, `--variant`, as grpo_lab/sweep.py queues them). Both are text from disk, shown escaped.
+
+Every count here (the row, the table, Compare's line for a sweep) is `count_states` over `members`:
+each run and launch counted once, under its own state, so the counts add up to the runs listed.
 """
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
+from grpo_lab.dashboard import ui
 from grpo_lab.dashboard.i18n import t
 from grpo_lab.dashboard.launching import launcher
+from grpo_lab.dashboard.launching.identity import option
 from grpo_lab.dashboard.views import markup
 from grpo_lab.rundir.layout import read_json
+from grpo_lab.rundir.status import STATES
 
-COUNTED = ("queued", "running", "finished", "failed")  # starting/launching count as running, stopped as failed
+# a launch's states (no run folder yet), then status.json's (rundir/status.py), then a launch that died
+ORDER = ("queued", "launching", *STATES, "failed to start")
+ALWAYS = ("queued", "running", "finished", "failed")  # table columns shown even at 0
 
 
-def _bucket(state: str) -> str:
-    return {"starting": "running", "launching": "running", "stopped": "failed", "failed to start": "failed",
-            "refused": "failed"}.get(state, state if state in COUNTED else "failed")
+def launch_state(p: launcher.Pending) -> str:
+    """A launch without a run folder, as the Runs table names it."""
+    return "queued" if p.queued else "launching" if p.alive else "failed to start"
+
+
+def count_states(states: Iterable[str]) -> dict[str, int]:
+    """How many of `states` are in each state, every one counted once under its own name (ORDER
+    first, any other state after, by name), so the counts add up to the runs given.
+
+    >>> count_states(["finished", "queued", "launching", "finished", "stopped", "waiting"])
+    {'queued': 1, 'launching': 1, 'finished': 2, 'stopped': 1, 'waiting': 1}
+    """
+    counts = Counter(str(s) for s in states)
+    return {s: counts[s] for s in (*ORDER, *sorted(set(counts) - set(ORDER))) if counts[s]}
+
+
+def summary_line(sweep: str, counts: dict[str, int]) -> str:
+    """'Sweep s: 2 of 6 runs finished · 1 launching · 1 running · 2 queued' in the page's language."""
+    others = "".join(" · " + t("sweeps.count_part", n=n, state=ui.state_name(s))
+                     for s, n in counts.items() if s != "finished")
+    return t("sweeps.row", sweep=markup.md(sweep), finished=counts.get("finished", 0), total=sum(counts.values()),
+             others=others)
 
 
 def queued_labels(runs_dir: Path, name: str) -> tuple[str, str]:
-    """(sweep, variant) of a queued launch, from its queue entry's argv; ('', '') when it has none."""
-    argv = (read_json(Path(runs_dir) / launcher.LAUNCH_DIR / f"{name}.json") or {}).get("argv")
-    if not isinstance(argv, list):
+    """(sweep, variant) of a launch, from its record's queued argv or started command; ('', '') when it has none."""
+    record = read_json(Path(runs_dir) / launcher.LAUNCH_DIR / f"{name}.json") or {}
+    argv = record.get("argv") or record.get("command")
+    if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
         return "", ""
-    flags = dict(zip(argv[::2], argv[1::2]))
-    return str(flags.get("--sweep") or ""), str(flags.get("--variant") or "")
+    return str(option(argv, "--sweep") or ""), str(option(argv, "--variant") or "")
 
 
-def progress(runs, pending, runs_dir: Path) -> pd.DataFrame:
-    """One row per (sweep, variant): seeds queued / running / finished / failed, and steps done of
-    steps planned. Runs outside any sweep are left out."""
+def members(runs, pending, runs_dir: Path) -> pd.DataFrame:
+    """One row per run or launch that belongs to a sweep: name, sweep, variant, state, step, total."""
     rows = []
     for r in runs:
         config = r.config or {}
         if config.get("sweep"):
-            rows.append({"sweep": str(config["sweep"]), "variant": str(config.get("variant") or ""),
-                         "state": _bucket(r.state), "step": r.step, "total": r.total_steps})
+            rows.append({"name": r.name, "sweep": str(config["sweep"]), "variant": str(config.get("variant") or ""),
+                         "state": r.state, "step": r.step, "total": r.total_steps})
     for p in pending:
         sweep, variant = queued_labels(runs_dir, p.name)
         if sweep:
-            state = "queued" if p.queued else "running" if p.alive else "failed"
-            rows.append({"sweep": sweep, "variant": variant, "state": state, "step": 0, "total": 0})
-    if not rows:
-        return pd.DataFrame(columns=["sweep", "variant", *COUNTED, "steps"])
-    frame = pd.DataFrame(rows)
-    counts = pd.crosstab([frame["sweep"], frame["variant"]], frame["state"]).reindex(columns=list(COUNTED), fill_value=0)
-    steps = frame.groupby(["sweep", "variant"])[["step", "total"]].sum()
-    out = counts.join(steps).reset_index()
-    out["steps"] = [f"{s} / {n or '?'}" for s, n in zip(out["step"], out["total"])]
-    return out.drop(columns=["step", "total"])
+            rows.append({"name": p.name, "sweep": sweep, "variant": variant, "state": launch_state(p), "step": 0,
+                         "total": 0})
+    return pd.DataFrame(rows, columns=["name", "sweep", "variant", "state", "step", "total"])
+
+
+def sweep_counts(sweep: str, runs, pending, runs_dir: Path) -> dict[str, int]:
+    """count_states over the runs and launches of one sweep (Compare's line for `?sweep=`)."""
+    frame = members(runs, pending, runs_dir)
+    return count_states(frame.loc[frame["sweep"] == sweep, "state"])
+
+
+def progress(runs, pending, runs_dir: Path) -> pd.DataFrame:
+    """One row per (sweep, variant): how many seeds are in each state (ALWAYS, and any other state
+    present), and steps done of steps planned. Runs outside any sweep are left out."""
+    frame = members(runs, pending, runs_dir)
+    columns = [*ALWAYS, *(s for s in count_states(frame["state"]) if s not in ALWAYS)]
+    if frame.empty:
+        return pd.DataFrame(columns=["sweep", "variant", *columns, "steps"])
+    rows = []
+    for (sweep, variant), part in frame.groupby(["sweep", "variant"], sort=True):
+        counts = count_states(part["state"])
+        rows.append({"sweep": sweep, "variant": variant, **{c: counts.get(c, 0) for c in columns},
+                     "steps": f"{part['step'].sum()} / {part['total'].sum() or '?'}"})
+    return pd.DataFrame(rows, columns=["sweep", "variant", *columns, "steps"])
 
 
 def render(runs, pending, runs_dir: Path) -> None:
     """One collapsed expander per sweep, newest name last; nothing when no run belongs to a sweep."""
+    frame = members(runs, pending, runs_dir)
     table = progress(runs, pending, runs_dir)
     for sweep, rows in table.groupby("sweep", sort=True):
-        total = int(rows[list(COUNTED)].to_numpy().sum())
-        with st.expander(t("sweeps.row", sweep=markup.md(sweep), finished=int(rows["finished"].sum()), total=total,
-                           running=int(rows["running"].sum()), queued=int(rows["queued"].sum()),
-                           failed=int(rows["failed"].sum()))):
+        with st.expander(summary_line(sweep, count_states(frame.loc[frame["sweep"] == sweep, "state"]))):
             shown = rows.drop(columns=["sweep"])
-            shown = shown.rename(columns={c: t(f"sweeps.col_{c}") for c in shown.columns})
+            shown = shown.rename(columns={c: t(f"sweeps.col_{c}") if c in ("variant", "steps") else ui.state_name(c)
+                                          for c in shown.columns})
             st.dataframe(shown, hide_index=True)
             left, right = st.columns(2)
             with left:

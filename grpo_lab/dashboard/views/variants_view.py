@@ -14,8 +14,9 @@ import streamlit as st
 
 from grpo_lab.dashboard import ui
 from grpo_lab.dashboard.i18n import per_language, t
-from grpo_lab.dashboard.reading import variants_data
-from grpo_lab.dashboard.views import markup
+from grpo_lab.dashboard.launching import launcher
+from grpo_lab.dashboard.reading import data, variants_data
+from grpo_lab.dashboard.views import markup, sweeps_view
 from grpo_lab.dashboard.views.charts import AUTOSIZE, Spec, _q
 from grpo_lab.rundir import variants
 from grpo_lab.rundir.reader import RunInfo
@@ -93,12 +94,13 @@ def verdict_line(runs: pd.DataFrame, a: str, b: str, metric: str) -> str:
     return t(f"variants.verdict_{kind}", metric=name, **fields)
 
 
-def render(groups: dict[str, list[RunInfo]], heading: str) -> None:
-    """The variants of `groups` (label -> the runs that are its seeds)."""
+def render(groups: dict[str, list[RunInfo]], heading: str, summary: str | None = None) -> None:
+    """The variants of `groups` (label -> the runs that are its seeds); `summary`, the line under
+    the heading (a sweep's counts, queued and launching runs included), else the runs' states."""
     st.subheader(heading)
-    st.caption(t("variants.summary", variants=len(groups), runs=sum(len(rs) for rs in groups.values()),
-                 states=", ".join(f"{ui.state_label(s)} {n}" for s, n in
-                                  pd.Series([r.state for rs in groups.values() for r in rs]).value_counts().items())))
+    counts = sweeps_view.count_states(r.state for rs in groups.values() for r in rs)
+    st.caption(summary or t("variants.summary", variants=len(groups), runs=sum(counts.values()),
+                            states=", ".join(f"{ui.state_label(s)} {n}" for s, n in counts.items())))
     c1, c2, c3 = st.columns([3, 2, 1])
     x_mode = c2.selectbox(t("chart.x_axis"), list(variants.X_MODES), key=per_language("var_x"),
                           format_func=x_names().get) or "step"
@@ -142,4 +144,7 @@ def render_sweep(sweep: str) -> None:
     if not groups:
         st.warning(t("variants.no_sweep", sweep=markup.md(sweep)))
         return
-    render(groups, t("variants.sweep_heading", sweep=markup.md(sweep)))
+    runs = data.runs()
+    pending = launcher.pending(data.runs_dir(), {r.name for r in runs})
+    counts = sweeps_view.sweep_counts(sweep, runs, pending, data.runs_dir())  # the Runs page's count, queue included
+    render(groups, t("variants.sweep_heading", sweep=markup.md(sweep)), summary=sweeps_view.summary_line(sweep, counts))
