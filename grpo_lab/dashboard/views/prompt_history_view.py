@@ -5,7 +5,6 @@ forgotten, never solved and always solved (rundir.prompt_history defines each)."
 from __future__ import annotations
 
 import functools
-import math
 
 import pandas as pd
 import streamlit as st
@@ -38,15 +37,6 @@ def pass_threshold(key: str) -> float:
                               key=key, help=t("prompt_history.pass_at_help"))
     st.caption(t("prompt_history.pass_definition", pass_at=f"{pass_at:g}"))
     return float(pass_at)
-
-
-def cells(values) -> str:
-    """A draw's rewards or advantages as one short cell: "1 0 0.5 ∅" (∅: unscored).
-
-    >>> cells([1.0, 0.0, 0.5, None, float("nan")])
-    '1 0 0.5 ∅ ∅'
-    """
-    return " ".join("∅" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.3g}" for v in values)
 
 
 def prompt_keys(run: str) -> dict[str, str]:
@@ -107,7 +97,6 @@ def show_history(info: RunInfo, prompt_id: str, pass_at: float) -> None:
                        key="ph_chart")
     # newest first; a click on a row opens that draw's completions (the newest until one is clicked)
     table = found.iloc[::-1].reset_index(drop=True)
-    table = table.assign(rewards=table["rewards"].map(cells), advantages=table["advantages"].map(cells))
     columns = ["step", "group", "rewards", "mean_reward", "std", "pass_rate", "advantages"]
     st.caption(t("prompt_history.draws_caption"))
     state = st.dataframe(table[columns], hide_index=True, key="ph_draws", on_select="rerun",
