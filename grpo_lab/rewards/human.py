@@ -30,6 +30,8 @@ import signal
 import threading
 import time
 
+import numpy as np
+
 from grpo_lab.rewards import context
 from grpo_lab.rewards._text import as_text
 
@@ -122,10 +124,13 @@ def _stop_ends_wait():
 
 
 def _scores(df, where: context.StepSamples, shas: list[str], labeler: str) -> list[float | None]:
-    """Each completion's mean score over its ratings at this step that were given for its text."""
+    """Each completion's mean score over its ratings at this step that were given for its text.
+    labels.read has checked every score against the run's scale; a score that is still not a finite
+    number (a reader that changed, a frame from elsewhere) is no score, never a reward of inf or NaN."""
     df = df[(df["step"] == where.step) & df["score"].notna()]
+    df = df[np.isfinite(df["score"].astype("float64"))]
     if labeler:
         df = df[df["labeler"] == labeler]
     means = df.groupby(["group", "sample_idx", "completion_sha"])["score"].mean().to_dict()
     found = [means.get((*where.key(i), sha)) for i, sha in enumerate(shas)]
-    return [None if v is None else float(v) for v in found]
+    return [float(v) if v is not None and math.isfinite(v) else None for v in found]

@@ -239,10 +239,13 @@ def summary(info: RunInfo) -> None:
     """Ratings of the whole run: per labeler, and how often two labelers order a pair alike."""
     from grpo_lab.preferences import agreement  # noqa: PLC0415
 
-    df = labels.read(info.path)
-    if df.empty:
+    df, skipped = labels.read_checked(info.path)
+    if df.empty and not skipped:
         return
     with st.expander(t("rating.summary", n=len(df), people=df["labeler"].nunique())):
+        skipped_files(skipped)
+        if df.empty:
+            return
         counts = (df.groupby("labeler").agg(ratings=("sample_idx", "size"), groups=("group", lambda g: len(
             set(zip(df.loc[g.index, "step"], g)))), scored=("score", "count"), ranked=("rank", "count"))
                   .reset_index())
@@ -253,6 +256,15 @@ def summary(info: RunInfo) -> None:
             st.caption(t("rating.no_agreement"))
         else:
             st.dataframe(agree, hide_index=True, column_config={"agree": st.column_config.NumberColumn(format="%.2f")})
+
+
+def skipped_files(problems: list[str], limit: int = 5) -> None:
+    """How many rating files the reader skipped, and why (one line each: the file and the field)."""
+    if not problems:
+        return
+    lines = "\n".join(f"- {md(p)}" for p in problems[:limit])  # file names and values: run text
+    more = "\n- " + t("ui.more_problems", n=len(problems) - limit) if len(problems) > limit else ""
+    st.warning(t("ratings_check.skipped", n=len(problems)) + "\n" + lines + more, icon="⚠️")
 
 
 # --- the trainer waits for ratings -----------------------------------------------------------------
