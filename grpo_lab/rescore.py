@@ -164,7 +164,7 @@ def read_samples(run_dir: Path) -> pd.DataFrame:
     rows = rows[rows["completion"].notna()].reset_index(drop=True) if not rows.empty else rows
     if rows.empty:
         raise RescoreError(f"run {run_dir.name}: no completions to score ({'; '.join(problems) or 'the samples are empty'})")
-    for column in ("answer", "reward", "advantage", "dropped", "turns"):
+    for column in ("prompt", "prompt_id", "answer", "reward", "advantage", "dropped", "turns"):
         if column not in rows:
             rows[column] = None
     rows["dropped"] = rows["dropped"].fillna(False).astype(bool)
@@ -185,6 +185,12 @@ def reward_inputs(rows: pd.DataFrame, config: dict) -> tuple[list, list, dict]:
     if any(t is not None for t in turns):
         columns["tool_calls"] = [tool_calls(t, config) for t in turns]
     return rows["prompt"].fillna("").astype(str).tolist(), rows["completion"].astype(str).tolist(), columns
+
+
+def logged_columns(rows: pd.DataFrame, config: dict) -> list[str]:
+    """The column keywords reward_inputs gives the rewards of this run (some step logged each)."""
+    names = ["answer", *([ANSWER_ALIASES[config["source"]]] if config.get("source") in ANSWER_ALIASES else [])]
+    return [*(names if rows["answer"].notna().any() else []), *(["tool_calls"] if rows["turns"].notna().any() else [])]
 
 
 def tool_calls(turns_json: str | None, config: dict) -> list[dict]:
@@ -215,7 +221,7 @@ def trainer_state(config: dict, prompts: int, step: int):
     return make_trainer_state(cfg, prompts, step)
 
 
-def check_inputs(fns: dict[str, tuple[Callable, float]], request: Request, columns: dict) -> None:
+def check_inputs(fns: dict[str, tuple[Callable, float]], request: Request, columns: list[str]) -> None:
     """Refused before anything is scored: a reward whose signature cannot take the trainer's call
     (the dry run's check), or one that reads a column the run did not log."""
     from grpo_lab.trainer.setup import READS_COLUMN  # noqa: PLC0415
@@ -282,7 +288,7 @@ def rescore(run_dir: str | Path, request: Request, *, force: bool = False,
                            "pass --force to replace it")
     rows = read_samples(run_dir)
     fns = build_rewards(request)
-    check_inputs(fns, request, reward_inputs(rows.head(1), config)[2])
+    check_inputs(fns, request, logged_columns(rows, config))
     start, prompts = time.time(), int(rows["prompt_id"].nunique())
     per_reward = {name: np.full(len(rows), np.nan) for name in fns}
     total, advantage = np.full(len(rows), np.nan), np.zeros(len(rows))
