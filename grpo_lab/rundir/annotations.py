@@ -1,7 +1,9 @@
 """annotations.json: a person's tags and note on a run (docs/run-directory.md).
 
 The one file of a run directory that the trainer never writes: the dashboard's Runs page writes it,
-whole and atomically, and the Runs and Compare pages read it. A run folder may come from someone
+whole and atomically (a temporary file renamed over, under `.annotations.lock` so two pages saving at
+once write one after the other, then read back: a save says it is done only when the file on disk
+holds it), and the Runs and Compare pages read it. A run folder may come from someone
 else, so what is read back goes through the same checks as what a person types (check_tags,
 check_note), and a file that fails them reads as no annotations plus one problem line.
 
@@ -11,6 +13,9 @@ check_note), and a file that fails them reads as no annotations plus one problem
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import os
 import re
 import time
 from dataclasses import dataclass, field
@@ -22,6 +27,8 @@ from grpo_lab.rundir.layout import write_json_atomic
 from grpo_lab.rundir.reader import UnsafeFileError, open_regular
 
 FILE = "annotations.json"
+LOCK = ".annotations.lock"
+LOCK_WAIT_S = 5.0  # another save of the same run takes milliseconds; longer means something is stuck
 MAX_TAGS = 12
 MAX_TAG_CHARS = 32
 MAX_NOTE_CHARS = 2000
@@ -102,12 +109,45 @@ def read(run_dir: str | Path) -> Annotations:
         return Annotations(problems=[f"{FILE} is ignored: {str(exc).splitlines()[0][:160]}"])
 
 
+@contextlib.contextmanager
+def _locked(run_dir: Path):
+    """`<run>/.annotations.lock` held (flock) for one save; AnnotationError when another save holds it
+    longer than LOCK_WAIT_S. Opened without following a symlink: a run folder may come from elsewhere."""
+    try:
+        fd = os.open(run_dir / LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+    except OSError as exc:
+        raise AnnotationError(f"{FILE}: cannot lock {run_dir / LOCK} ({exc.strerror or exc}); nothing was saved") from None
+    try:
+        deadline = time.monotonic() + LOCK_WAIT_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise AnnotationError(f"{FILE}: another save of this run's tags and note did not finish within "
+                                          f"{LOCK_WAIT_S:.0f} s; nothing was saved, try again") from None
+                time.sleep(0.02)
+        yield
+    finally:
+        os.close(fd)  # drops the lock
+
+
 def write(run_dir: str | Path, tags: Any, note: Any) -> Annotations:
-    """Check, then replace the run's annotations.json whole (atomically); returns what was written.
-    Raises AnnotationError (one line) before anything is written."""
+    """Check, then replace the run's annotations.json whole (atomically, under the lock) and read it
+    back; returns what is on disk now. Raises AnnotationError (one line) when the values are refused
+    (before anything is written), the run folder is gone, or the file read back is not what was saved."""
     checked = Annotations(tuple(check_tags(tags)), check_note(note))
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise AnnotationError(f"no run directory {run_dir}")
-    write_json_atomic(run_dir / FILE, {"tags": list(checked.tags), "note": checked.note, "updated_at": time.time()})
-    return checked
+    try:
+        with _locked(run_dir):
+            write_json_atomic(run_dir / FILE, {"tags": list(checked.tags), "note": checked.note,
+                                               "updated_at": time.time()})
+            stored = read(run_dir)
+    except OSError as exc:  # a full disk, a folder removed meanwhile: nothing half-written stays (tmp + rename)
+        raise AnnotationError(f"{FILE} could not be written ({exc.strerror or exc}); nothing was saved") from None
+    if stored.problems or (stored.tags, stored.note) != (checked.tags, checked.note):
+        raise AnnotationError(f"{FILE} read back differs from what was saved ({'; '.join(stored.problems) or 'changed'})")
+    return stored
