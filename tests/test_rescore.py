@@ -35,11 +35,17 @@ def expected_advantages(table: pd.DataFrame, std_mode: str) -> np.ndarray:
     return np.concatenate(out)
 
 
-def test_own_rewards_reproduce_the_run_and_another_reward_its_group_advantages(tiny_run):
-    run = tiny_run(max_steps=3, rewards="correctness=1,length=0.1", max_new_tokens=6)
+def test_own_rewards_reproduce_the_run_and_another_reward_its_group_advantages(tiny_run, tmp_path):
+    # length past 2 characters costs 0.01 each: totals such as 0.995 that float32 cannot hold exactly
+    (tmp_path / "rewards.yaml").write_text("rewards: {correctness: 1, length: 0.5}\n"
+                                           "reward_params: {length: {max_len: 2}}\n")
+    run = tiny_run(max_steps=3, config=tmp_path / "rewards.yaml", max_new_tokens=6)
     logged = by_sample(read_table(run, "samples"))
+    assert logged["rewards/length"].nunique() > 1  # the run's own length reward varies: the check below means something
 
-    own = rescore.rescore(run, rescore.parse_request("correctness=1,length=0.1", name="own"))
+    # the spec alone: the run's reward_params (length's max_len 2) come from its config.json
+    own = rescore.rescore(run, rescore.parse_request("correctness=1,length=0.5", name="own",
+                                                     run_config=json.loads((run / "config.json").read_text())))
     got = by_sample(pd.read_parquet(run / "rescores" / "own" / "samples.parquet"))
     for column in ("reward", "advantage", "rewards/correctness", "rewards/length"):
         np.testing.assert_array_equal(got[column].to_numpy(float), logged[column].to_numpy(float), err_msg=column)
