@@ -346,7 +346,7 @@ def _scan_once(run_dir: Path) -> tuple[pd.DataFrame, dict[str, Any], list[str], 
         read_parts.append(part)
     parts = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=[*PART_SCHEMA.names, NAN_SCORE])
     parts = parts.drop_duplicates("file")  # a file folded twice (a killed compaction) counts once
-    folded = set(parts["file"])
+    folded = set(parts["file"].to_numpy(dtype=object)) if loose else set()  # (iterating the column is slow)
     records: dict[str, Any] = {}
     for name in loose:
         if name in folded:
