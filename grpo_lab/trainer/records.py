@@ -170,14 +170,14 @@ def _log_tables(c: Components, step, batch, stats, last, *, advantages, per_toke
             return
         batch, stats, last, advantages, per_token = g["batch"], g["stats"], g["last"], g["advantages"], g["per_token"]
     cfg = c.cfg
-    if batch.rows:
-        c.writer.log("samples", sample_rows(step, batch, advantages=advantages, last=last, extra_kinds=c.extra_kinds))
+    has_kl = c.reference is not None  # beta 0: no reference, no KL (null, not 0)
+    if batch.rows:  # a step whose update was skipped (updates.py's guard) has no last pass: null figures
+        c.writer.log("samples", sample_rows(step, batch, advantages=advantages, has_kl=has_kl, extra_kinds=c.extra_kinds,
+                                            last=last if stats.tokens else LastPass.unrecorded(batch.mask)))
     if dropped is not None and dropped.rows:
-        nan, no = torch.full_like(dropped.mask, math.nan), torch.zeros_like(dropped.mask, dtype=torch.bool)
         c.writer.log("samples", sample_rows(
             step, dropped, advantages=torch.zeros(len(dropped.rollout.completions)), group_offset=len(batch.rows),
-            dropped=True, last=LastPass(logp_new=nan, ratio=nan, kl=nan, clipped_low=no, clipped_high=no),
-            extra_kinds=c.extra_kinds))
+            dropped=True, last=LastPass.unrecorded(dropped.mask), has_kl=has_kl, extra_kinds=c.extra_kinds))
     if not stats.tokens:
         return
     histogram = ratio_histogram(stats, step, *cfg.clip_range)
@@ -224,16 +224,45 @@ def _number(value) -> float | None:
         return None
 
 
+def _nulls(values: torch.Tensor) -> list[float | None]:
+    """A per-sample figure as the samples table stores it: null where there is none (NaN, -inf)."""
+    return [v if math.isfinite(v) else None for v in values.tolist()]
+
+
+def sample_figures(batch, last: LastPass, has_kl: bool) -> dict[str, list]:
+    """Each completion's figures from its loss tokens (issue 35's "curve to groups": the Groups page
+    orders a step's groups by them): kl_mean (null without a reference), clipped_tokens, entropy_mean
+    (pi_old's, the entropy/mean curve's), ratio_max; null where the completion had no last pass."""
+    m = batch.mask.bool()
+    counted = m.sum(dim=1).float()
+    recorded = ~(torch.isnan(last.ratio) & m).any(dim=1) & (counted > 0)  # dropped groups, a skipped update: none
+
+    def mean(values: torch.Tensor) -> torch.Tensor:
+        total = torch.where(m, values.float(), torch.zeros_like(values, dtype=torch.float)).sum(dim=1)
+        return total / counted.clamp(min=1)
+
+    clipped = ((last.clipped_low | last.clipped_high) & m).sum(dim=1)
+    ratio_max = torch.where(m, last.ratio.float(), torch.full_like(last.ratio, -math.inf, dtype=torch.float)).amax(dim=1)
+    none = torch.full_like(counted, math.nan)
+    return {
+        "kl_mean": _nulls(torch.where(recorded, mean(last.kl), none)) if has_kl else [None] * len(counted),
+        "clipped_tokens": [int(v) if ok else None for v, ok in zip(clipped.tolist(), recorded.tolist())],
+        "entropy_mean": _nulls(torch.where(counted > 0, mean(batch.entropy), none)),
+        "ratio_max": _nulls(torch.where(recorded, ratio_max, none)),
+    }
+
+
 def sample_rows(step: int, batch, *, advantages: torch.Tensor, last: LastPass, group_offset: int = 0,
-                dropped: bool = False, extra_kinds: dict[str, str] | None = None) -> dict[str, list]:
+                dropped: bool = False, has_kl: bool = True, extra_kinds: dict[str, str] | None = None) -> dict[str, list]:
     """One row per completion. Completion i answers prompt batch.group_of(i): group group_offset + that of
-    the step; `dropped`: dynamic sampling left these groups out of the update. extra_kinds: the
-    run's log_extra column types so far (see `extra_columns`); updated."""
+    the step; `dropped`: dynamic sampling left these groups out of the update; has_kl: the run has a
+    reference (beta > 0). extra_kinds: the run's log_extra column types so far (see `extra_columns`); updated."""
     G = batch.group_size
     n = len(batch.rollout.completions)
     m = batch.mask.float()
     denom = m.sum(dim=1).clamp(min=1)
     clipped = last.clipped_low | last.clipped_high
+    figures = sample_figures(batch, last, has_kl)
     cols: dict[str, list] = {
         "step": [step] * n,
         "group": [group_offset + batch.group_of(i) for i in range(n)],
@@ -253,8 +282,11 @@ def sample_rows(step: int, batch, *, advantages: torch.Tensor, last: LastPass, g
         "truncated": batch.rollout.truncated.tolist(),
         "ratio_mean": ((last.ratio * m).sum(dim=1) / denom).tolist(),
         "clip_frac": ((clipped.float() * m).sum(dim=1) / denom).tolist(),
-        "kl_mean": ((last.kl * m).sum(dim=1) / denom).tolist(),
+        "kl_mean": figures["kl_mean"],
         "dropped": [dropped] * n,
+        "clipped_tokens": figures["clipped_tokens"],
+        "entropy_mean": figures["entropy_mean"],
+        "ratio_max": figures["ratio_max"],
     })
     if batch.rollout.turns is not None:  # a run with tools: each completion's turns (docs/run-directory.md)
         counts = [tool_calls(t) for t in batch.rollout.turns]

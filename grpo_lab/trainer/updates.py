@@ -92,6 +92,12 @@ class LastPass:
         return cls(logp_new=zeros.clone(), ratio=zeros.clone(), kl=zeros.clone(), clipped_low=no.clone(),
                    clipped_high=no.clone())
 
+    @classmethod
+    def unrecorded(cls, mask: torch.Tensor) -> "LastPass":
+        """No last pass (groups dynamic sampling dropped, a step whose update was skipped): NaN, nothing clipped."""
+        nan, no = torch.full_like(mask, float("nan")), torch.zeros_like(mask, dtype=torch.bool)
+        return cls(logp_new=nan, ratio=nan.clone(), kl=nan.clone(), clipped_low=no, clipped_high=no.clone())
+
     def record(self, idx: torch.Tensor, *, logp: torch.Tensor, ratio: torch.Tensor, kl: torch.Tensor,
                clipped_low: torch.Tensor, clipped_high: torch.Tensor) -> None:
         self.logp_new[idx], self.ratio[idx], self.kl[idx] = logp.detach(), ratio.detach(), kl.detach()
