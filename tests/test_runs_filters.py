@@ -223,7 +223,7 @@ def test_the_page_tags_filters_pages_archives_deletes_and_restores(tmp_path, mon
     at.text_area(key="annotate_note_r07").set_value("the good one")
     at.button[[b.label for b in at.button].index("Save tags and note")].click()
     rerun(at)
-    assert "Saved the tags and note of r07." in texts(at.success)
+    assert "Saved the tags and note of r07 at" in texts(at.success)
     assert annotations.read(tmp_path / "r07").tags == ("keep", "this")
     rerun(at)
     at.multiselect(key="runs_tags").select("keep")

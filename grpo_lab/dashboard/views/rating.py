@@ -75,7 +75,7 @@ def parse_order(text: str, size: int) -> list[int]:
 
 def labeler() -> str:
     """The name typed once, remembered in the session and the address; '' until typed."""
-    if LABELER_KEY not in st.session_state:
+    if not st.session_state.get(LABELER_KEY):  # also after a language switch, which makes the field anew (empty)
         st.session_state[LABELER_KEY] = st.query_params.get("labeler", "")
 
     def remember() -> None:

@@ -226,6 +226,10 @@ def render(was_active: bool) -> None:
     if not names:
         st.caption(t("runs.no_match"))
         return
+    linked = st.query_params.get("run")  # a link to /?run=NAME opens on that run, as Live and Groups do
+    if linked in matching["name"].tolist() and linked != st.session_state.get("runs_pick_linked"):
+        st.session_state["runs_pick"] = linked
+    st.session_state["runs_pick_linked"] = linked
     picked = st.session_state.get("runs_table", {}).get("selection", {}).get("rows", [])
     if picked and picked[0] < len(names) and picked != st.session_state.get("runs_table_applied"):
         st.session_state["runs_pick"] = names[picked[0]]  # a new click in the table
@@ -238,4 +242,7 @@ def render(was_active: bool) -> None:
         st.session_state["runs_pick"] = wanted if wanted in names else names[0]
     st.subheader(t("runs.selected"))
     name = st.selectbox(t("run.pick"), names, key="runs_pick", label_visibility="collapsed")
+    st.session_state[ui.SELECTED] = name
+    if st.query_params.get("run") != name:  # the address names the run shown: reload, share and tags keep to it
+        st.query_params["run"] = st.session_state["runs_pick_linked"] = name
     actions(name, runs, pending)
