@@ -20,6 +20,7 @@ from typing import Any, get_args, get_type_hints
 
 import yaml
 
+from grpo_lab.rundir import json_file
 from grpo_lab.rundir.layout import RUNS_DIR_ENV, SOURCES_KEY, default_runs_dir, valid_run_name
 from grpo_lab.objective.options import (DEFAULT_EPSILON, IMPORTANCE_LEVELS, KL_ESTIMATORS, LOSS_AGGREGATIONS,
                                         STD_MODES, LossSettings, clip_range)
@@ -493,9 +494,8 @@ def saved_config(values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]
     path = Path(values.get("runs_dir") or default_runs_dir()) / str(name) / "config.json"
     if not valid_run_name(str(name)) or not path.is_file():
         return {}, {}  # validation or the run-directory check reports it
-    try:
-        saved = json.loads(path.read_text())
-    except ValueError:
-        raise ConfigError(f"resume: {path} is not valid JSON") from None
+    saved, problem = json_file.read(path)  # the runs folder's one reader: size, depth, regular file
+    if saved is None:  # a 100,000-deep or 1 GB config.json is one line, not a RecursionError or a hang
+        raise ConfigError(f"resume: {path.parent.name}/{problem or 'config.json could not be read'}")
     sources = saved.pop(SOURCES_KEY, None)
     return saved, sources if isinstance(sources, dict) else {}

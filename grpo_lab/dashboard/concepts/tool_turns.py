@@ -23,6 +23,7 @@ import torch
 
 from grpo_lab.dashboard.concepts import run_picker
 from grpo_lab.dashboard.i18n import t
+from grpo_lab.dashboard.views.turns import BadCell, read_turns
 from grpo_lab.objective.functions import group_advantages, grpo_loss
 from grpo_lab.objective.options import LossSettings
 
@@ -99,10 +100,12 @@ def turn_credit(members: pd.DataFrame) -> pd.DataFrame:
     out = []
     for _, r in members.sort_values(["advantage", "sample_idx"], ascending=[False, True]).iterrows():
         try:
-            turns = json.loads(r["turns"])
-        except (TypeError, ValueError):
+            turns = read_turns(r["turns"])
+        except BadCell:  # not JSON or too deep: the caller's problem line (unreadable), the others shown
+            out.append({"sample_idx": r["sample_idx"], "reward": r.get("reward"), "turn": 0, "source": "unreadable",
+                        "text": "", "A": None})
             continue
-        if pd.isna(r["sample_idx"]):  # a foreign table's row without an index: nothing to point at
+        if turns is None or pd.isna(r["sample_idx"]):  # a foreign table's row without an index: nothing to point at
             continue
         A = None if pd.isna(r["advantage"]) else float(r["advantage"])
         for k, turn in enumerate(turns if isinstance(turns, list) else [], start=1):
@@ -159,6 +162,10 @@ def _show_run() -> None:
         st.info(t("obj.tools.no_turns"))
         return
     credit = turn_credit(members)
+    unreadable = credit["source"] == "unreadable"
+    if unreadable.any():  # one line, and the rollouts that could be read
+        st.warning(t("turns_cell.unreadable", samples=", ".join(str(s) for s in credit.loc[unreadable, "sample_idx"])))
+        credit = credit[~unreadable]
     st.markdown(t("obj.tools.run_intro", calls=int(pd.to_numeric(members.get("tool_calls"), errors="coerce").fillna(0).sum()),
                   n=len(members)))
     headed = credit.rename(columns={c: t(f"obj.tools.col.{c}") for c in credit.columns})

@@ -13,8 +13,10 @@ import json
 import pandas as pd
 import streamlit as st
 
+from grpo_lab.dashboard import ui
 from grpo_lab.dashboard.i18n import t
 from grpo_lab.dashboard.views import markup
+from grpo_lab.rundir import json_file
 
 CALL_STYLE = "margin:2px 0 2px 1.5em;padding:2px 8px;border-left:3px solid #6c8ebf;background:#eef3fa;font-family:monospace"
 ERROR_STYLE = "margin:2px 0 2px 1.5em;padding:2px 8px;border-left:3px solid #c0504d;background:#fbeaea;font-family:monospace"
@@ -27,11 +29,41 @@ def _arguments(arguments: dict) -> str:
     return ", ".join(f"{k}={json.dumps(v)}" for k, v in arguments.items())
 
 
+class BadCell(ValueError):
+    """A `turns` cell that is not JSON, or is nested too deep to read (json_file's limits)."""
+
+
+def read_turns(cell) -> list | None:
+    """A samples row's `turns` cell as a list of turns; None when the row has none (NaN, not text);
+    BadCell when the text cannot be read: not JSON, or a 100,000-deep `[[[...` whose parse would
+    raise RecursionError. A table may come from elsewhere (an import), so a cell is input.
+
+    >>> read_turns('[{"model": "hi"}]'), read_turns(None)
+    ([{'model': 'hi'}], None)
+    >>> read_turns("[" * 100_000)
+    Traceback (most recent call last):
+    ...
+    grpo_lab.dashboard.views.turns.BadCell: turns is nested deeper than 64 levels, so it is not read
+    """
+    if not isinstance(cell, (str, bytes)):
+        return None
+    try:
+        turns = json_file.parse(cell, "turns")
+    except json_file.JsonFileError as exc:
+        raise BadCell(str(exc)) from None
+    return turns if isinstance(turns, list) else None
+
+
 def turns_html(turns: list[dict], markers: bool) -> str:
-    """One rollout's turns as HTML: model text inline, each call and its result on its own line."""
+    """One rollout's turns as HTML: model text inline, each call and its result on its own line. A
+    turn's model text that is empty (the model went on right after a tool's result) is left out; an
+    empty rollout still shows as empty."""
     parts = []
-    for turn in turns:
-        parts.append(f'<div class="grpo-turn-model">{markup.cut_text(turn.get("model", ""), markers)}</div>')
+    for k, turn in enumerate(turns):
+        if not isinstance(turn, dict):
+            continue
+        if turn.get("model") or (k == 0 and "tool" not in turn):
+            parts.append(f'<div class="grpo-turn-model">{markup.cut_text(turn.get("model", ""), markers)}</div>')
         if "tool" not in turn:
             continue
         call = f'{html.escape(str(turn["tool"]))}({html.escape(_arguments(turn.get("arguments") or {}))})'
@@ -52,12 +84,17 @@ def show(group: pd.DataFrame, markers: bool) -> None:
         return
     with st.expander(t("turns.heading"), expanded=True):
         st.caption(t("turns.caption"))
-        rows = []
+        rows, bad = [], []
         for _, r in group.sort_values(["advantage", "sample_idx"], ascending=[False, True]).iterrows():
             try:
-                turns = json.loads(r["turns"])
-            except (TypeError, ValueError):
-                continue  # a row without readable turns (never written so by the trainer)
+                turns = read_turns(r["turns"])
+            except BadCell:
+                bad.append(str(r["sample_idx"]))
+                continue
+            if turns is None:
+                continue  # a row without turns (never written so by the trainer)
             rows.append(f'<div class="grpo-turns" style="margin-bottom:8px">'
                         f'{markup.response_chip(r["sample_idx"], r["advantage"])}{turns_html(turns, markers)}</div>')
+        if bad:  # one line for the cells that could not be read; the other rollouts are shown
+            ui.warn([t("turns_cell.unreadable", samples=", ".join(bad))])
         st.html("".join(rows))
