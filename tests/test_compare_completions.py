@@ -55,7 +55,7 @@ def test_two_runs_answers_to_one_prompt_side_by_side(runs, monkeypatch):
     key = at.selectbox(key=ccv.PROMPT_KEY).value
     assert key == ranked["key"].iloc[0]
     body = html_bodies(at)
-    assert body.count('class="grpo-responses"') == 2
+    assert body.count('class="grpo-responses"') == 2 and f'<div class="grpo-prompt"><span style="white-space:pre-wrap">{key}</span>' in body
     mine = native[native["prompt"] == key]
     newest = mine[mine["step"] == mine["step"].max()]
     theirs = verl[(verl["prompt"] == key) & (verl["step"] == 3)]  # blank step: each run's latest draw

@@ -88,6 +88,8 @@ def render(runs: list[RunInfo]) -> None:
     c1, c2 = st.columns([3, 1])
     key = c1.selectbox(t("groups.prompt"), keys, key=PROMPT_KEY, format_func=lambda k: markup.cut_plain(k, 80))
     step = c2.number_input(t("compare_completions.at_step"), min_value=1, value=None, step=1, key="cmpc_step")
+    # what the prompt asks, whole (the picker cuts it): the question every column below answers
+    st.html(f'<div class="grpo-prompt">{markup.cut_text(key, markers=False, limit=groups_view.PROMPT_CHARS)}</div>')
     ids = {row.run: row.prompt_id for row in long[long["key"] == key].itertuples()}
     cols = st.columns(len(runs))
     for col, info in zip(cols, runs):
