@@ -4,6 +4,7 @@
 
 Runs, each bounded in time (the whole check is sized for under 8 minutes on one H200):
 1. the built-in demo (tiny model, arithmetic), one process;
+   then the demo resumed from its checkpoint for 4 more steps (RNG state, CUDA's too, read as data only);
 2. a Llama with SmolLM2-135M's shape (30 layers, 576 hidden, 9 heads, 3 key-value heads) and random
    weights, made here from a config (no download), in bfloat16, one process;
 3. the same model through torchrun on one process (the launcher's path: env, process group, DDP);
@@ -82,6 +83,24 @@ def figures(run_dir: Path) -> dict[str, float]:
             "GPU GB": median("perf/gpu_memory_gb")}
 
 
+def sample_columns(run_dir: Path) -> str:
+    """The per-sample figures Groups orders by, as written on the GPU: how many rows have each, and its range."""
+    from grpo_lab.rundir.reader import TableReader
+
+    read = TableReader(run_dir, "samples").read()
+    if read.table is None:
+        return "samples: none"
+    df = read.table.to_pandas()
+    parts = []
+    for column in ("kl_mean", "clipped_tokens", "entropy_mean", "ratio_max"):
+        if column not in df:
+            parts.append(f"{column}: absent")
+            continue
+        values = df[column].dropna()
+        parts.append(f"{column}: {len(values)}/{len(df)} rows" + (f", {values.min():.4g}..{values.max():.4g}" if len(values) else ""))
+    return "per-sample columns (smollm2-shaped): " + "; ".join(parts)
+
+
 def page_seconds(runs: Path, run: str) -> dict[str, float]:
     """Server-side seconds of the Live and Groups pages over a real GPU run (AppTest, as bench_dashboard)."""
     os.environ["GRPO_LAB_RUNS_DIR"] = str(runs)
@@ -114,13 +133,17 @@ def main() -> int:
     big = ["--model", model, "--dtype", "bfloat16", "--task", "arithmetic", "--sft-steps", "0", "--prompts-per-step", "16",
            "--group-size", "8", "--max-new-tokens", "64", "--passes", "2", "--beta", "0.04"]
     plan = [("demo", ["--max-steps", str(args.steps * 2)], False, 120),
+            # the checkpoint's RNG state (CUDA's included) read back as data only (weights_only), then 4 more steps
+            ("demo", ["--max-steps", str(args.steps * 2 + 4), "--resume"], False, 120),
             ("smollm2-shaped", ["--max-steps", str(args.steps), *big], False, 150),
             ("smollm2-shaped-torchrun", ["--max-steps", str(args.steps), *big], True, 150)]
     rows = []
     for name, flags, torchrun, timeout in plan:
         wall, outcome = train(runs, name, flags, torchrun, timeout)
-        print(f"{name}: {outcome} in {wall:.0f} s", flush=True)
-        rows.append((name, outcome, figures(runs / name) if (runs / name / "tables").exists() else {}))
+        label = f"{name} --resume" if "--resume" in flags else name
+        print(f"{label}: {outcome} in {wall:.0f} s", flush=True)
+        rows.append((label, outcome, figures(runs / name) if (runs / name / "tables").exists() else {}))
+    print("\n" + sample_columns(runs / "smollm2-shaped"), flush=True)
     print("\n| run | steps | s/step | tokens/s | generation tokens/s | MFU | peak GPU GB |\n|---|---|---|---|---|---|---|")
     for name, outcome, f in rows:
         cells = [f"{f[k]:.0f}" if k == "steps" else f"{f[k]:.3g}" for k in ("steps", "s/step", "tokens/s", "gen tokens/s",
