@@ -68,11 +68,17 @@ class Doctor:
                     "model; try 1e-5 (the SmolLM2 recipe uses 2e-5)")
         return "lower the learning rate (lr), or raise beta to hold the policy near the reference"
 
-    def _conditions(self, m: dict[str, float], notes: dict[str, str]) -> list[tuple[str, str, str, str]]:
+    def _conditions(self, m: dict[str, float], notes: dict[str, str],
+                    skipped: str | None = None) -> list[tuple[str, str, str, str]]:
         """(kind, severity, message, suggestion) for every condition that holds at this step."""
         out = reward_failures(m, notes)
+        if skipped:  # the updates' guard held the weights back: they are the previous step's, intact
+            out.append(("update_skipped", "critical", f"the step's update was skipped: {skipped}",
+                        "a reward too large for float32 (|r| > 3.4e38, or weighted sums that overflow) makes "
+                        "inf and NaN advantages: check the reward on the Groups page; if the loss or gradient "
+                        "overflowed, " + self._lr_hint()))
         bad = [k for k in WATCHED if k in m and not math.isfinite(m[k])]
-        if bad:
+        if bad and not skipped:  # a skipped update's NaN never reached the weights
             out.append(("non_finite", "critical", f"{', '.join(bad)} not finite (NaN or inf)",
                         "the weights are likely broken: " + self._lr_hint()))
         kl = m.get("kl/mean", 0.0)
@@ -118,10 +124,12 @@ class Doctor:
                         "lower lr; a repetition reward can help"))
         return out
 
-    def check(self, step: int, metrics: dict[str, float], reward_notes: dict[str, str] | None = None) -> list[Finding]:
-        """reward_notes: each reward's first failure message of this step (trainer/scoring.py)."""
+    def check(self, step: int, metrics: dict[str, float], reward_notes: dict[str, str] | None = None,
+              skipped: str | None = None) -> list[Finding]:
+        """reward_notes: each reward's first failure message of this step (trainer/scoring.py); skipped:
+        why the step's update was skipped (trainer/updates.py's guard), None when it was not."""
         self.history.append(metrics)
-        now = self._conditions(metrics, reward_notes or {})
+        now = self._conditions(metrics, reward_notes or {}, skipped)
         found = [Finding(step, kind, severity, message, suggestion)
                  for kind, severity, message, suggestion in now if kind not in self.active]
         self.active = {kind for kind, *_ in now}

@@ -17,6 +17,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+import torch
+
 from grpo_lab.objective.functions import grpo_loss, masked_mean
 from grpo_lab.trainer.advantages import GroupStep, grpo_advantages
 from grpo_lab.trainer.batch import Batch
@@ -27,7 +29,8 @@ from grpo_lab.trainer.records import log_step_tables, named, step_scalars
 from grpo_lab.trainer.rollout import token_logprobs
 from grpo_lab.trainer.sampling import sample_groups, step_prompts
 from grpo_lab.trainer.scoring import score
-from grpo_lab.trainer.updates import LastPass, TokenStats, Updates, loss_scale, minibatch_indices, optimizer_step
+from grpo_lab.trainer.updates import (LastPass, TokenStats, Updates, guard_inputs, loss_scale, minibatch_indices,
+                                      optimizer_step)
 
 
 def grpo_step(c: Components, step: int) -> dict[str, float]:
@@ -85,10 +88,14 @@ class GroupUpdates:
 
 def grpo_updates(c: Components, batch: Batch, adv: GroupStep, *, reuse_first_pass: bool) -> GroupUpdates:
     """`passes` passes over the batch, each cut into `minibatches`: grpo_loss, one optimizer step each.
-    reuse_first_pass: pi_old (and its entropy) is taken from the first update's forward, detached."""
+    reuse_first_pass: pi_old (and its entropy) is taken from the first update's forward, detached.
+    Nothing non-finite is stepped (updates.py's guard): such a step trains no further."""
     cfg = c.cfg
     done = GroupUpdates(stats=TokenStats(), last=LastPass.like(batch.old_logp))
     truncated = batch.rollout.truncated if cfg.mask_truncated else None
+    scored = batch.totals[~torch.isnan(batch.totals)]  # NaN: no score (None), which the advantages handle
+    if not guard_inputs(c, reward=scored, advantage=adv.per_sample):
+        return done
     for _ in range(cfg.passes if batch.rows else 0):  # dynamic sampling may leave no group to train on
         for idx in minibatch_indices(len(batch.rollout.completions), cfg.minibatches):
             c.timer.count("update", batch.mask[idx].sum())
@@ -104,7 +111,9 @@ def grpo_updates(c: Components, batch: Batch, adv: GroupStep, *, reuse_first_pas
                     truncated=None if truncated is None else truncated[idx], entropy=entropy)
                 # several processes: the gradient average across them is the whole batch's gradient
                 scale = loss_scale(c.dist, out.loss_mask, cfg.loss_aggregation)  # 1 on one process
-                grad_norm, = optimizer_step(c, out.loss, [c.policy.parameters()], scale=scale)
+                (grad_norm,), stepped = optimizer_step(c, out.loss, [c.policy.parameters()], scale=scale)
+            if not stepped:
+                return done
             done.stats.add(out.ratio, out.kl, out.clipped_low, out.clipped_high, batch.mask[idx])
             done.updates.add(out.loss.item() * scale, out.policy_loss.item() * scale, grad_norm)
             done.bonuses.append(cfg.entropy_coef * out.entropy.item() * scale)

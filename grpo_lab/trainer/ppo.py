@@ -37,6 +37,7 @@ rate and passes PPO can therefore keep pushing a near-deterministic policy late 
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -59,7 +60,7 @@ from grpo_lab.trainer.records import log_step_tables, named, step_scalars
 from grpo_lab.trainer.rollout import token_logprobs
 from grpo_lab.trainer.sampling import sample_groups, step_prompts
 from grpo_lab.trainer.scoring import score
-from grpo_lab.trainer.updates import LastPass, TokenStats, Updates, minibatch_indices, optimizer_step
+from grpo_lab.trainer.updates import LastPass, TokenStats, Updates, guard_inputs, minibatch_indices, optimizer_step
 from grpo_lab.trainer.value import token_values
 
 
@@ -82,7 +83,7 @@ def ppo_step(c: Components, step: int) -> dict[str, float]:
     done = ppo_updates(c, batch, adv, old_values)
 
     # --- records ---
-    mean = {k: sum(v) / len(v) for k, v in done.logs.items()}
+    mean = {k: sum(v) / len(v) if v else math.nan for k, v in done.logs.items()}  # none: the guard skipped them
     train_mask = adv.train_mask
     metrics = step_scalars(c, batch, done.stats, done.updates, advantages=adv.advantages[train_mask.bool()].cpu(),
                            frac_zero_std=adv.frac_zero_std, start=start)
@@ -120,10 +121,14 @@ class TokenUpdates:
 
 
 def ppo_updates(c: Components, batch: Batch, adv: TokenStep, old_values: torch.Tensor) -> TokenUpdates:
-    """`passes` epochs over the batch, each cut into `minibatches`: policy and value loss, one step each."""
+    """`passes` epochs over the batch, each cut into `minibatches`: policy and value loss, one step each.
+    Nothing non-finite is stepped (updates.py's guard): such a step trains no further."""
     cfg, rollout, old_logp, ref_logp, mask = c.cfg, batch.rollout, batch.old_logp, batch.ref_logp, batch.mask
     done = TokenUpdates(stats=TokenStats(), last=LastPass.like(old_logp))
     logs = done.logs
+    if not guard_inputs(c, reward=batch.totals[~torch.isnan(batch.totals)],
+                        advantage=adv.advantages[adv.train_mask.bool()]):
+        return done
     for _ in range(cfg.passes):
         for idx in minibatch_indices(len(rollout.completions), cfg.minibatches):
             c.timer.count("update", adv.train_mask[idx].sum())
@@ -141,9 +146,12 @@ def ppo_updates(c: Components, batch: Batch, adv: TokenStep, old_values: torch.T
                                                             cfg.value_clip)
                 loss = policy_loss + cfg.value_coef * value_loss
                 # each model's gradient is clipped on its own: the value loss must not squeeze the policy's
-                grad, value_grad = optimizer_step(c, loss, [c.policy.parameters(), c.value_model.parameters()])
-                logs["grad"].append(grad)
-                logs["value_grad"].append(value_grad)
+                (grad, value_grad), stepped = optimizer_step(c, loss, [c.policy.parameters(),
+                                                                       c.value_model.parameters()])
+            if not stepped:
+                return done
+            logs["grad"].append(grad)
+            logs["value_grad"].append(value_grad)
 
             with torch.no_grad():
                 # KL to the reference, logged as GRPO logs it (k3, every pass); not part of this loss

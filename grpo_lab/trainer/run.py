@@ -31,6 +31,7 @@ from grpo_lab.trainer.config import Config, ConfigError
 from grpo_lab.trainer.distributed import (Dist, NullStatus, NullWriter, launch, rank_log, resume_latest, save_checkpoint,
                                  watch_peers, wrap)
 from grpo_lab.trainer.doctor import Doctor, Finding, stops
+from grpo_lab.trainer import outcome
 from grpo_lab.trainer.models import load_policy, pick_device
 from grpo_lab.trainer.evaluate import due as eval_due, evaluate
 from grpo_lab.trainer import multiturn
@@ -257,7 +258,8 @@ def prepare(cfg: Config, d: Dist | None = None) -> tuple[Components, RunPaths, S
 
 
 def train(cfg: Config) -> int:
-    """Run to the end; returns the process exit code (0 finished or stopped, 1 failed)."""
+    """Run to the end; returns the process exit code (grpo_lab/trainer/outcome.py: 0 finished or stopped by
+    a signal, 1 failed or never scored, 3 stopped by the run doctor)."""
     from grpo_lab.trainer.grpo import grpo_step
 
     step_fn = grpo_step
@@ -289,6 +291,7 @@ def train(cfg: Config) -> int:
     findings: dict[str, int] = dict((status.data.get("findings") or {}))  # a resumed run keeps its count
     halt: Finding | None = None  # a doctor finding at or above --stop-on (found by rank 0)
     stopping = halted = False  # agreed by every process: a stop signal / a halt seen by any of them
+    scored = outcome.Scored()  # whether any step's rewards scored: a run that never did ends failed
     failed = False
 
     def peer_failed(report: str) -> None:  # rank 0 stuck in a collective with a failed process (NCCL)
@@ -311,6 +314,7 @@ def train(cfg: Config) -> int:
             d.seed_step(cfg.seed, step)
             comps.step = step
             comps.reward_notes.clear()  # filled by scoring: each reward's first failure of this step
+            comps.skipped_update = None  # set by the updates' guard: why this step did not update
             metrics = d.combine(step_fn(comps, step))
             if comps.eval_task is not None and eval_due(step, cfg.eval_every, cfg.max_steps):
                 metrics.update(evaluate(comps))
@@ -320,7 +324,8 @@ def train(cfg: Config) -> int:
                 log.warning("scalars not in grpo_lab/rundir/metrics.py, written undocumented: %s", ", ".join(unknown))
             writer.log("scalars", {"step": [step], "time": [time.time()], "wall_s": [time.time() - start],
                                    **{k: [float(v)] for k, v in metrics.items()}})
-            found = doctor.check(step, metrics, reward_notes=comps.reward_notes) if d.writer else ()
+            found = (doctor.check(step, metrics, reward_notes=comps.reward_notes, skipped=comps.skipped_update)
+                     if d.writer else ())
             for finding in found:  # rank 0 has the global figures
                 writer.log("events", finding.row())
                 log.warning("doctor, step %d: %s (%s). Suggestion: %s", step, finding.message, finding.severity,
@@ -332,6 +337,7 @@ def train(cfg: Config) -> int:
                 writer.maybe_flush()
             status.update(step=step, peak_memory_mb=round(peak_memory_mb(comps.device), 1),
                           train_seconds=round(time.time() - start, 3), findings=findings)
+            scored.add(metrics)
             bar.update(1)
             bar.set_postfix(reward=f"{metrics['reward/mean']:.3f}", kl=f"{metrics.get('kl/mean', math.nan):.4f}", refresh=False)
             if step % cfg.checkpoint_every == 0 and step < cfg.max_steps:
@@ -347,13 +353,18 @@ def train(cfg: Config) -> int:
                 reason = f"doctor ({halt.kind}, {halt.severity}) at step {halt.step}: {halt.message}"
                 status.update(state="stopped", step=step, stop_reason=reason,
                               train_seconds=round(time.time() - start, 3))
-                log.info("stopped at step %d by --stop-on %s: %s", step, cfg.stop_on, reason)
-            return 0
+                log.error("%s", outcome.doctor_stop_line(step, cfg.stop_on, reason))  # the last line, for scripts
+            return outcome.DOCTOR_STOPPED
         save_checkpoint(d, comps, paths.checkpoints, step, cfg.keep_checkpoints)
-        state = "stopped" if stopping else "finished"
-        status.update(state=state, step=step, train_seconds=round(time.time() - start, 3))
+        never = None if stopping else scored.never()  # --stop-on none: trained on, yet nothing ever scored
+        state = "stopped" if stopping else "failed" if never else "finished"
+        status.update(state=state, step=step, train_seconds=round(time.time() - start, 3),
+                      **({"error": never} if never else {}))
+        if never:
+            log.error("failed at step %d: %s", step, never)
+            return outcome.FAILED
         log.info("%s at step %d%s", state, step, f" (signal {stop.signal})" if stop else "")
-        return 0
+        return outcome.FINISHED
     except Exception as exc:  # noqa: BLE001 - any failure must reach status.json, then the caller
         failed = True
         peers.set()

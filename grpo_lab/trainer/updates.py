@@ -1,8 +1,15 @@
 """Stage 5 of a step: the loss and the optimizer updates, and what each update leaves for the records.
 
 What GRPO and PPO share: the minibatches of a pass, the factor that makes several processes'
-gradients the global batch's, the optimizer step, and the accumulators the records read
+gradients the global batch's, the guarded optimizer step, and the accumulators the records read
 (TokenStats over every pass, LastPass per token, Updates per update).
+
+The guard is the last line of defence (issue 36): a non-finite reward, advantage or loss never
+reaches an optimizer step, so neither the weights nor a checkpoint of them can turn NaN. A step
+whose rewards or advantages are not finite skips its updates; an update whose loss or gradient is
+not finite has its gradients dropped instead of stepped, and the step's remaining updates are skipped. The step still
+logs, and `c.skipped_update` says why (the run doctor turns it into a critical finding). With
+several processes every process skips together.
 """
 
 from __future__ import annotations
@@ -39,17 +46,53 @@ def loss_scale(d: Dist, loss_mask: torch.Tensor, aggregation: str) -> float:
     return d.world_size * local / total if total > 0 else 0.0
 
 
+# --- the guard -----------------------------------------------------------------------------------
+
+
+def not_finite(name: str, values: torch.Tensor) -> str | None:
+    """A line naming what is not finite in `values`, or None when every value is finite.
+
+    >>> not_finite("reward", torch.tensor([1.0, float("inf"), 0.0, float("nan")]))
+    'reward: 2 of 4 values not finite (inf, nan)'
+    >>> not_finite("loss", torch.tensor(0.5)) is None
+    True
+    """
+    values = values.detach().flatten()
+    bad = values[~torch.isfinite(values)]
+    if not bad.numel():
+        return None
+    kinds = sorted({"nan" if v != v else ("inf" if v > 0 else "-inf") for v in bad.tolist()})
+    return f"{name}: {bad.numel()} of {values.numel()} values not finite ({', '.join(kinds)})"
+
+
+def guard_inputs(c: Components, **named: torch.Tensor) -> bool:
+    """Whether the step may update: every value of `named` (rewards without the unscored NaNs,
+    advantages over the loss's tokens) finite on every process. If not, `c.skipped_update` says why."""
+    reason = next((line for name, values in named.items() if (line := not_finite(name, values))), None)
+    bad, = c.dist.any(reason is not None)
+    if bad:
+        c.skipped_update = reason or "another process's batch had a non-finite reward or advantage"
+    return not bad
+
+
 def optimizer_step(c: Components, loss: torch.Tensor, clip: Iterable[Iterable[torch.nn.Parameter]],
-                   scale: float = 1.0) -> list[float]:
+                   scale: float = 1.0) -> tuple[list[float], bool]:
     """zero_grad, backward of loss * scale, each parameter group's gradient clipped to max_grad_norm
-    on its own (the value loss must not squeeze the policy's), then the optimizer step.
-    Returns each group's gradient norm before clipping."""
+    on its own, then the optimizer step, unless the loss or a gradient is not finite (on any
+    process): then the gradients are dropped, no step is taken and `c.skipped_update` says why.
+    Returns (each group's gradient norm before clipping, whether the step was taken)."""
     max_norm = c.cfg.max_grad_norm if c.cfg.max_grad_norm > 0 else float("inf")
     c.optimizer.zero_grad(set_to_none=True)
-    (loss * scale).backward()
+    (loss * scale).backward()  # every process runs it: under DDP a backward left out would hang the others
     norms = [float(torch.nn.utils.clip_grad_norm_(params, max_norm)) for params in clip]
+    reason = not_finite("loss", loss) or not_finite("gradient norm", torch.tensor(norms))
+    bad, = c.dist.any(reason is not None)
+    if bad:
+        c.optimizer.zero_grad(set_to_none=True)
+        c.skipped_update = reason or "another process's loss or gradient was not finite"
+        return norms, False
     c.optimizer.step()
-    return norms
+    return norms, True
 
 
 # --- what the updates leave for the records ---------------------------------------------------------
