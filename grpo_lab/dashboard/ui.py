@@ -87,6 +87,8 @@ def headings() -> dict[str, str]:
         "return": t("col.return"), "token_reward": t("col.token_reward"), "final reward": t("col.final_reward"),
         "best reward": t("col.best_reward"), "best at step": t("col.best_at"), "final KL": t("col.final_kl"),
         "final clip fraction": t("col.final_clip"), "wall time": t("col.wall_time"),
+        "r_i - mean": t("layout_col.r_minus_mean"), "ratio_mean": t("layout_col.ratio_mean"),
+        "clip_frac": t("layout_col.clip_frac"), "kl_mean": t("layout_col.kl_mean"),
     }
 
 

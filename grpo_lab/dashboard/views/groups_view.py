@@ -178,7 +178,8 @@ def show_verdicts(group: pd.DataFrame, params: dict) -> None:
     from grpo_lab.rewards.verifier import explain  # noqa: PLC0415 - sympy and math-verify: only when opened
 
     mode = params.get("mode", "lenient") if isinstance(params, dict) else "lenient"
-    with st.expander(t("groups.verdicts", mode=markup.md(mode))):  # config.json's text: never markup
+    shown_mode = t(f"layout_mode.{mode}") if mode in ("lenient", "strict") else markup.md(mode)  # verifier.MODES
+    with st.expander(t("groups.verdicts", mode=shown_mode)):  # config.json's text: never markup
         rows = []
         for _, r in group.sort_values("sample_idx").iterrows():
             why = explain(str(r["completion"]), r["answer"], mode=mode)

@@ -141,23 +141,29 @@ def responses_table(group: pd.DataFrame, reward_columns: list[str], compact: boo
     logged = extra_columns(rows)
     words = {"completion": t("col.completion"), "reward": t("col.reward"), "length": t("col.length"),
              "truncated": t("col.truncated"), "answer": t("col.answer"), "tool_calls": t("col.tool_calls"),
-             "tool_errors": t("col.tool_errors")}  # tool columns: runs with tools only
+             "tool_errors": t("col.tool_errors"),  # tool columns: runs with tools only
+             "ratio_mean": t("layout_col.ratio_mean"), "clip_frac": t("layout_col.clip_frac"), "kl_mean": t("layout_col.kl_mean")}
     head = [words.get(c, c) for c in ("i", "A_i", "reward", *[c.split("/", 1)[1] for c in reward_columns],
                                       *[c if c == "answer" else c.split("/", 1)[1] for c in logged],
                                       "completion", *extra)]
-    out = ['<table class="grpo-responses" style="border-collapse:collapse;width:100%;font-size:0.9rem">',
-           "<thead><tr>" + "".join(f'<th style="{CELL}">{html.escape(h)}</th>' for h in head) + "</tr></thead><tbody>"]
+    # headers break only between words (keep-all: a Chinese one no longer breaks after every character),
+    # a logged extra (an answer) is narrower than the completion, and a table still wider than the page
+    # scrolls sideways in its own box instead of cutting its last columns (a tool run's "tool errors")
+    out = ['<div class="grpo-responses-box" style="overflow-x:auto;max-width:100%">'
+           '<table class="grpo-responses" style="border-collapse:collapse;width:100%;font-size:0.9rem">',
+           "<thead><tr>" + "".join(f'<th style="{CELL}word-break:keep-all">{html.escape(h)}</th>' for h in head)
+           + "</tr></thead><tbody>"]
     for _, r in rows.iterrows():
         kind = adv_class(float(r["advantage"]))
         colour = BACKGROUND[kind]
         cells = [(_fmt(r["sample_idx"]), ""), (f'<b>{float(r["advantage"]):+.3f}</b>', ""), (_fmt(r.get("reward")), ""),
                  *[(_fmt(r.get(c)), "") for c in reward_columns],
-                 *[(_cell(r.get(c), markers), WRAP) for c in logged],
+                 *[(_cell(r.get(c), markers), WRAP.replace("12em", "6em")) for c in logged],
                  (f'<code>{cut_text(r["completion"], markers)}</code>', WRAP),
                  *[(("✂ " + t("common.yes") if r[c] else "") if c == "truncated" else _fmt(r[c]), "") for c in extra]]
         out.append(f'<tr class="adv-{kind}" data-adv="{kind}" style="background:{colour}">'
                    + "".join(f'<td style="{CELL}{style}">{c}</td>' for c, style in cells) + "</tr>")
-    out.append("</tbody></table>")
+    out.append("</tbody></table></div>")
     return "".join(out)
 
 

@@ -16,8 +16,9 @@ from grpo_lab.dashboard import ui
 from grpo_lab.dashboard.i18n import per_language, t
 from grpo_lab.dashboard.launching import launcher
 from grpo_lab.dashboard.reading import data, variants_data
-from grpo_lab.dashboard.views import markup, sweeps_view
+from grpo_lab.dashboard.views import markup, metrics, sweeps_view
 from grpo_lab.dashboard.views.charts import AUTOSIZE, Spec, _q
+from grpo_lab.rundir import metrics as registry
 from grpo_lab.rundir import variants
 from grpo_lab.rundir.reader import RunInfo
 
@@ -62,8 +63,16 @@ def band_chart(bands: pd.DataFrame, seeds: pd.DataFrame | None, *, title: str, x
         datasets["seeds"] = seeds
     return {"datasets": datasets, "data": {"name": "bands"}, "height": height, "autosize": AUTOSIZE,
             "title": {"text": title, "subtitle": t("variants.band_help")},
-            # steps read 1, 2, 3 (not 1.0 or 1.5); every x mode counts in whole units
-            "encoding": {"x": _q("x", x_title, axis={"format": ",~g", "tickMinStep": 1}), "color": colour}, "layer": layers}
+            # steps read 1, 2, 3 (not 1.0 or 1.5); every x mode counts in whole units. "f", not "g": Vega
+            # gives g the tick step's precision, so ticks 10 apart on a 0-19 axis read "1e+1"
+            "encoding": {"x": _q("x", x_title, axis={"format": ",~f", "tickMinStep": 1}), "color": colour}, "layer": layers}
+
+
+def chart_title(metric: str) -> str:
+    """A band chart's title: what the metric means, in the page's language, then its registered name
+    ("本步所有回答的总奖励 · reward/mean"); a name the registry lacks (a reward's own) as it is."""
+    row = registry.ROWS.get(metric)
+    return f"{metrics.meaning(row)} · {metric}" if row is not None else metric
 
 
 def _ci(mean: float, low: float, high: float) -> str:
@@ -80,7 +89,7 @@ def stats_table(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({
         t("variants.variant"): table["variant"], t("variants.metric"): table["metric"].map(names),
         t("variants.mean_ci"): [_ci(*v) for v in zip(table["mean"], table["ci_low"], table["ci_high"])],
-        t("variants.iqm"): table["iqm"].round(4),
+        t("variants.iqm"): [f"{v:.4g}" if np.isfinite(v) else "—" for v in table["iqm"].astype(float)],  # as mean_ci
         t("variants.n"): table["n"]})
 
 
@@ -117,7 +126,7 @@ def render(groups: dict[str, list[RunInfo]], heading: str, summary: str | None =
                             key="var_metrics")
     for metric in chosen:
         bands, per_seed = variants_data.bands(key, metric, x_mode, seeds)
-        st.vega_lite_chart(spec=band_chart(bands, per_seed, title=metric, x_title=x_names()[x_mode]),
+        st.vega_lite_chart(spec=band_chart(bands, per_seed, title=chart_title(metric), x_title=x_names()[x_mode]),
                            key=f"var_chart_{metric}")
     st.subheader(t("variants.table"))
     threshold = st.number_input(t("variants.threshold"), value=0.5, step=0.05, key="var_threshold",
