@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from urllib.parse import parse_qs
 
 import pytest
 
-from app_helpers import html_bodies, open_page
+from app_helpers import html_bodies
 from grpo_lab.rundir import prompt_history as ph
 from prompt_history_helpers import WORKED, import_verl_of, write_worked
 from shared_runs import copy_run, grpo_run  # noqa: F401 (a fixture: pytest finds it by name)
@@ -76,6 +77,11 @@ def runs(tmp_path_factory, grpo_run):
 
 def history(runs: Path, monkeypatch, run: str, prompt: str, lang: str = "en", **state):
     """The prompt-history page at its address /prompt?run=RUN&prompt=ID."""
+    return at_address(runs, monkeypatch, "prompt_history", {"run": run, "prompt": prompt}, lang, **state)
+
+
+def at_address(runs: Path, monkeypatch, page: str, params: dict[str, str], lang: str = "en", **state):
+    """app_pages/<page>.py opened with the address's query `params`, in `lang`."""
     monkeypatch.setenv("GRPO_LAB_RUNS_DIR", str(runs))
     from streamlit.testing.v1 import AppTest
 
@@ -87,23 +93,22 @@ def history(runs: Path, monkeypatch, run: str, prompt: str, lang: str = "en", **
     at.run()
     for key, value in state.items():
         at.session_state[key] = value
-    at.switch_page("app_pages/prompt_history.py")
-    at.query_params["run"] = run
-    at.query_params["prompt"] = prompt
+    at.switch_page(f"app_pages/{page}.py")
+    for key, value in params.items():
+        at.query_params[key] = value
     at.run()
     assert not at.exception, [e.message for e in at.exception]
     assert not [e.value for e in at.error]
     return at
 
 
-def test_groups_links_each_group_to_its_prompts_history(runs, monkeypatch):
-    monkeypatch.setenv("GRPO_LAB_RUNS_DIR", str(runs))
-    at = open_page("groups", run="grpo")
-    links = [e.proto for e in at.get("page_link")]
-    assert len(links) == 1 and links[0].page.endswith("prompt")
-    heading = at.subheader[0].value  # groups.heading: "Step S · group G · prompt `ID`"
-    prompt_id = heading.split("`")[1]
-    assert links[0].query_string == f"run=grpo&prompt={prompt_id.replace('+', '%2B')}"
+@pytest.mark.parametrize("run", ["grpo", "verl"])
+def test_groups_links_each_group_to_its_prompts_history(runs, monkeypatch, run):
+    at = at_address(runs, monkeypatch, "groups", {"run": run})
+    links = [e.proto for e in at.get("page_link") if e.proto.page.endswith("prompt")]
+    assert len(links) == 1
+    heading = next(h.value for h in at.subheader if "`" in h.value)  # groups.heading: "Step S · group G · prompt `ID`"
+    assert parse_qs(links[0].query_string) == {"run": [run], "prompt": [heading.split("`")[1]]}
 
 
 def test_a_native_runs_prompt_history_at_its_address(runs, monkeypatch):

@@ -17,14 +17,19 @@ expect.set_options(timeout=60_000)
 G = 4  # the server's runs: --group-size 4 (tests/browser/conftest.py SMALL)
 
 
+def open_in(page, address: str, lang: str, title_key: str) -> dict[str, str]:
+    """The page at `address`, switched to `lang`; returns that language's texts."""
+    page.goto(address)
+    wait_idle(page)
+    if lang == "zh":
+        to_chinese(page, locale("zh")[title_key])
+    return locale(lang)
+
+
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_a_prompts_history_opens_from_a_group(server, page, lang):
     url, runs = server
-    page.goto(f"{url}/groups?run=alpha")
-    wait_idle(page)
-    if lang == "zh":
-        to_chinese(page, locale("zh")["nav.groups"])
-    words = locale(lang)
+    words = open_in(page, f"{url}/groups?run=alpha", lang, "nav.groups")
     heading = page.locator("h3").filter(has=page.locator("code")).first  # groups.heading, the prompt id in code
     expect(heading).to_be_visible()
     prompt_id = heading.locator("code").inner_text()
@@ -51,11 +56,7 @@ def test_a_prompts_history_opens_from_a_group(server, page, lang):
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_compare_shows_two_runs_answers_to_one_prompt(server, page, lang):
     url, runs = server
-    page.goto(f"{url}/compare?runs=alpha,beta")
-    wait_idle(page)
-    if lang == "zh":
-        to_chinese(page, locale("zh")["nav.compare"])
-    words = locale(lang)
+    words = open_in(page, f"{url}/compare?runs=alpha,beta", lang, "nav.compare")
     expect(page.get_by_text(words["compare_completions.heading"])).to_be_visible()
     tables = page.locator("table.grpo-responses")
     expect(tables).to_have_count(2)

@@ -99,14 +99,15 @@ def show_history(info: RunInfo, prompt_id: str, pass_at: float) -> None:
     table = found.iloc[::-1].reset_index(drop=True)
     columns = ["step", "group", "rewards", "mean_reward", "std", "pass_rate", "advantages"]
     st.caption(t("prompt_history.draws_caption"))
-    state = st.dataframe(table[columns], hide_index=True, key="ph_draws", on_select="rerun",
+    # a table per prompt: a row picked in one prompt's draws means nothing in another's
+    state = st.dataframe(table[columns], hide_index=True, key=f"ph_draws_{prompt_id}", on_select="rerun",
                          selection_mode="single-row", height=min(38 + 35 * len(table), 320),
                          column_config=ui.column_config(columns, formats={"mean_reward": "%.3f", "std": "%.3f",
                                                                           "pass_rate": "%.2f"},
                                                         labels={"rewards": t("prompt_history.rewards"),
                                                                 "advantages": t("prompt_history.advantages"),
                                                                 "pass_rate": t("prompt_history.pass_rate")}))
-    rows = state.selection.rows if state is not None else []
+    rows = [r for r in (state.selection.rows if state is not None else []) if r < len(table)]
     show_draw(info, prompt_id, table.iloc[rows[0] if rows else 0])
 
 
