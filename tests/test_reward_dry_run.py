@@ -82,7 +82,7 @@ def test_a_signature_that_cannot_take_the_call_is_refused_before_the_model_loads
 
 def test_a_reward_failing_on_every_sample_stops_the_run_at_step_1(task_dir):
     result = train(task_dir, "down", {"user_rewards:broken": 1.0}, "--max-steps", "5")
-    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.returncode == 3, result.stderr[-3000:]  # stopped by the doctor (grpo_lab/trainer/outcome.py)
     status = read_status(task_dir / "runs" / "down" / "status.json")
     assert status["state"] == "stopped" and status["step"] == 1
     assert status["stop_reason"].startswith("doctor (reward_failed, critical) at step 1: reward 'user_rewards:broken' "

@@ -99,7 +99,7 @@ def test_a_forced_divergence_is_logged_and_stop_on_stops_before_the_damage_is_sa
         assert status["state"] == "failed" and "run doctor" in status["error"]
 
     result = run_trainer(tmp_path, "halted", *args)  # the default: --stop-on critical
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 3, result.stderr  # stopped by the doctor (grpo_lab/trainer/outcome.py)
     status = read_status(tmp_path / "halted" / "status.json")
     first = read_table(tmp_path / "halted", "events").query("severity == 'critical'").iloc[0]
     assert status["state"] == "stopped" and status["step"] == first["step"] < 8

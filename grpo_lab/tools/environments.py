@@ -17,6 +17,7 @@ The trainer's rollout loop is grpo_lab/trainer/multiturn.py; `start` is what it 
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import weakref
 from collections.abc import Callable
@@ -139,7 +140,8 @@ class Started:
 
 def start(cls: type, row: dict, rendered: str, prompter: Callable[[Any], str] | None = None) -> Started:
     """A fresh instance for one rollout, reset with the row's columns; with an observation, the
-    prompt re-rendered with it (`prompter`; without one, the observation follows the rendered text)."""
+    prompt re-rendered with it (`prompter`; without one, the observation follows the rendered text),
+    and kept for the rewards of this instance's rollout (`prompts_seen`)."""
     env = cls()
     columns = reset_columns(row)
     observation = env.reset(**columns) if callable(getattr(env, "reset", None)) else None
@@ -148,6 +150,7 @@ def start(cls: type, row: dict, rendered: str, prompter: Callable[[Any], str] | 
         return Started(env, None, rendered, source)
     prompt = with_observation(source, observation)
     text = prompter(prompt) if prompter is not None else with_observation(rendered, observation)
+    _remember(env, prompt)  # the rewards' `prompts` carry it too (prompts_seen)
     return Started(env, observation, text, prompt)
 
 
@@ -176,8 +179,7 @@ def start_rollouts(setup, rows: list[dict] | None, prompts: list[str], copies: i
                    ) -> tuple[list[str], list[dict], list | None]:
     """Each rollout's prompt text, toolbox and environment instance (None without a class), rollout
     i answering prompts[i // copies]: a fresh instance per rollout, reset with its row; a rollout
-    whose reset returned an observation starts from the prompt re-rendered with it (`setup.prompter`).
-    The observed prompts are kept for the rewards (`prompts_seen`)."""
+    whose reset returned an observation starts from the prompt re-rendered with it (`setup.prompter`)."""
     from grpo_lab.tools.registry import environment_tools  # noqa: PLC0415
 
     B = len(prompts) * copies
@@ -190,8 +192,6 @@ def start_rollouts(setup, rows: list[dict] | None, prompts: list[str], copies: i
         texts.append(started.text)
         boxes.append(setup.tools | environment_tools(started.environment))
         envs.append(started.environment)
-        if started.observation is not None:
-            _remember(started.environment, started.prompt)
     return texts, boxes, envs
 
 
@@ -221,3 +221,15 @@ def prompts_seen(environments: list | None, prompts: list) -> list:
         kept = _SEEN.get(id(env))
         out.append(kept[1] if kept is not None and kept[0]() is env else prompt)
     return out
+
+
+def with_prompter(setup, c):
+    """The run's ToolSetup with its Prompter (the trainer components `c`: tokenizer, config, task),
+    so an observation is rendered into the prompt as the task's prompts were."""
+    if setup is None or setup.environment is None:
+        return setup
+    from grpo_lab.trainer.multiturn import template_tools  # noqa: PLC0415 - the trainer imports this package
+
+    prompter = Prompter(c.tokenizer, c.cfg.chat_template, c.cfg.system_prompt, c.task.system,
+                        tuple(template_tools(setup)))
+    return dataclasses.replace(setup, prompter=prompter)

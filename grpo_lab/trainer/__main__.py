@@ -1,4 +1,7 @@
-"""python -m grpo_lab.trainer: train with GRPO or PPO; see --help for every option."""
+"""python -m grpo_lab.trainer: train with GRPO or PPO; see --help for every option.
+
+Exit status (grpo_lab/trainer/outcome.py): 0 finished or stopped by a signal, 1 failed (or no reward
+ever scored), 2 refused before starting, 3 stopped by the run doctor (--stop-on)."""
 
 from __future__ import annotations
 

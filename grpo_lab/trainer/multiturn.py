@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from grpo_lab.objective.options import group_of
-from grpo_lab.tools import (CHARACTER_CALC, XML_CALC, TagSyntax, environment_tools, find_call, new_environment,
+from grpo_lab.tools import (CHARACTER_CALC, XML_CALC, TagSyntax, environment_tools, find_call,
                             run_call)
+from grpo_lab.tools import environments
 from grpo_lab.tools.runner import DEFAULT_MAX_CHARS, DEFAULT_TIMEOUT_S
 from grpo_lab.trainer.decode import Sampling, decode
 from grpo_lab.trainer.models import unwrap
@@ -33,8 +33,6 @@ from grpo_lab.trainer.rollout import Rollout
 
 if TYPE_CHECKING:  # the type alone: components.py is built by setup.py
     from grpo_lab.trainer.components import Components
-
-NOT_COLUMNS = ("prompt", "prompt_id", "source_prompt")  # not handed to an environment's reset
 
 
 @dataclass(frozen=True)
@@ -48,12 +46,13 @@ class ToolSetup:
     max_tool_calls: int = 4
     timeout_s: float = DEFAULT_TIMEOUT_S
     max_chars: int = DEFAULT_MAX_CHARS
+    prompter: Callable | None = None  # renders a prompt with reset's observation (tools/environments.py)
 
     def for_row(self, row: dict | None) -> tuple[dict[str, Callable], object | None]:
         """The tools one rollout may call, and its environment instance (None without a class)."""
         if self.environment is None:
             return self.tools, None
-        env = new_environment(self.environment, {k: v for k, v in (row or {}).items() if k not in NOT_COLUMNS})
+        env = environments.start(self.environment, row or {}, (row or {}).get("prompt", ""), self.prompter).environment
         return self.tools | environment_tools(env), env
 
 
@@ -100,15 +99,15 @@ def sample_with_tools(model, tokenizer, prompts: list[str], how: Sampling, devic
     out (prompt i's completions are rows i*G .. i*G+G-1), with `tool_mask` and `turns`."""
     start = time.perf_counter()
     G, budget, eos, pad = how.copies, how.max_new_tokens, tokenizer.eos_token_id, tokenizer.pad_token_id
-    enc = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
-    prompt_ids = enc["input_ids"].repeat_interleave(G, dim=0)
-    prompt_mask = enc["attention_mask"].repeat_interleave(G, dim=0)
+    # a text per rollout: an environment's reset may append an observation to its prompt, as in TRL
+    texts, toolboxes, rollout_envs = environments.start_rollouts(setup, rows, prompts, G)
+    enc = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+    prompt_ids, prompt_mask = enc["input_ids"], enc["attention_mask"]
     B = len(prompt_ids)
     contexts = [ids[m.bool()].tolist() for ids, m in zip(prompt_ids, prompt_mask)]
     tokens: list[list[int]] = [[] for _ in range(B)]
     from_tool: list[list[int]] = [[] for _ in range(B)]
     turns: list[list[dict]] = [[] for _ in range(B)]
-    toolboxes, environments = zip(*[setup.for_row(rows[group_of(i, G)] if rows else None) for i in range(B)])
     calls, ended, done = [0] * B, [False] * B, [False] * B
     one = replace(how, copies=1)
     while not all(done):
@@ -149,7 +148,7 @@ def sample_with_tools(model, tokenizer, prompts: list[str], how: Sampling, devic
                    torch.cat([prompt_mask, completion_mask], dim=1).to(device), prompt_ids.shape[1],
                    completion_mask.to(device), torch.tensor([not e for e in ended], device=device), texts,
                    time.perf_counter() - start, tool_mask.to(device), turns,
-                   list(environments) if setup.environment is not None else None)
+                   rollout_envs)
 
 
 def build_setup(cfg, tokenizer) -> ToolSetup | None:
@@ -183,5 +182,5 @@ def template_tools(setup: ToolSetup | None) -> list[Callable]:
 def setup_for(c: Components) -> ToolSetup | None:
     """The trainer components' ToolSetup, built on first use and kept on them."""
     if not hasattr(c, "tool_setup"):
-        c.tool_setup = build_setup(c.cfg, c.tokenizer)
+        c.tool_setup = environments.with_prompter(build_setup(c.cfg, c.tokenizer), c)
     return c.tool_setup

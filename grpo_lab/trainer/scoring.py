@@ -15,6 +15,7 @@ import torch
 from grpo_lab import rewards
 from grpo_lab.objective.options import group_of
 from grpo_lab.rewards import context as reward_context
+from grpo_lab.tools import environments as env_rules
 from grpo_lab.trainer import conversation, multiturn
 from grpo_lab.trainer.batch import Batch, loss_mask
 from grpo_lab.trainer.rollout import Rollout
@@ -63,6 +64,7 @@ def reward_inputs(rows: list[dict], completions: list[str], per_prompt: int, *,
     holds each completion's instance. grpo_lab/rewards/README.md says what each reward reads."""
     of_row = [rows[group_of(i, per_prompt)] for i in range(len(completions))]
     prompts = [row.get("source_prompt", row["prompt"]) for row in of_row]
+    prompts = env_rules.prompts_seen(environments, prompts)  # with reset's observation, as TRL's
     first = conversation.first_parameters(tools.tools, tools.environment) if tools is not None else {}
     openers = tuple(tag.open for tag in tools.tags) if tools is not None else ()
     shaped = [(conversation.messages(turns[i], first, openers) if turns is not None

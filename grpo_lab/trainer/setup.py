@@ -12,6 +12,7 @@ from typing import Callable
 import torch
 
 from grpo_lab import rewards
+from grpo_lab.tools import environments
 from grpo_lab.trainer.config import BUILTIN_TASKS, Config, ConfigError
 from grpo_lab.trainer.data import is_data_file, load_task_rows
 from grpo_lab.trainer import multiturn
@@ -29,7 +30,8 @@ def build_rewards(cfg: Config) -> dict[str, tuple[Callable, float]]:
             out[name] = (rewards.build(name, **cfg.reward_params.get(name, {})), float(weight))
         except (ValueError, ImportError, AttributeError, TypeError) as exc:
             raise ConfigError(f"rewards: {str(exc).splitlines()[0]}") from None
-    return out
+    # an environment class with get_reward is a reward source of its own, as TRL makes it
+    return out | environments.run_rewards(cfg.environment, out)
 
 
 # A TypeError that Python raises for a call that does not fit a signature (an inner call's, when
