@@ -243,7 +243,8 @@ def show_tokens(info: RunInfo, target: Target, group: pd.DataFrame) -> None:
                                 format_func=names.get, key="groups_token_mode", required=True) or "ratio"
     legends = {"ratio": t("groups.legend.ratio"), "clipped": t("groups.legend.clipped"), "kl": t("groups.legend.kl"),
                "advantage": t("groups.legend.advantage")}
-    st.caption(t("groups.hover", legend=legends[mode]))
+    st.caption(t("groups.hover", legend=legends[mode])
+               + (t("tool_tokens.legend") if markup.is_tool(tokens).any() else ""))  # a tool's output: context
     bounds = queries.logged_clip_bounds(info.name, target[0], settings.clip_bounds)  # (1 - eps, 1 + eps_high)
     order = group.sort_values(["advantage", "sample_idx"], ascending=[False, True])
     lines = []
@@ -256,9 +257,9 @@ def show_tokens(info: RunInfo, target: Target, group: pd.DataFrame) -> None:
     with st.expander(t("groups.token_table")):
         pick = st.selectbox(t("groups.response"), order["sample_idx"].tolist(), key="groups_token_resp",
                             format_func=lambda i: f"i={i}")
-        cols = [c for c in ("position", "token", "logp_new", "logp_old", "logp_ref", "ratio", "kl", "clipped_low",
+        cols = [c for c in ("position", "token", "source", "logp_new", "logp_old", "logp_ref", "ratio", "kl", "clipped_low",
                             "clipped_high", "advantage", "value", "return", "token_reward") if c in tokens]
-        st.dataframe(tokens[tokens["sample_idx"] == pick][cols], hide_index=True,
+        st.dataframe(markup.policy_tokens(tokens[tokens["sample_idx"] == pick])[cols], hide_index=True,
                      column_config=ui.column_config(cols, labels={"value": t("col.value_estimate")}))
 
 

@@ -185,17 +185,38 @@ def _token_colour(row: pd.Series, mode: str, bounds: tuple[float, float], kl_max
     return f"rgba(26,152,80,{0.1 + 0.6 * t:.2f})" if a > 0 else f"rgba(215,48,39,{0.1 + 0.6 * t:.2f})" if a < 0 else ZERO
 
 
+TOOL_STYLE = "background:transparent;border:1px dashed rgba(128,128,128,.6);font-style:italic;opacity:.75"
+
+
+def is_tool(tokens: pd.DataFrame) -> np.ndarray:
+    """True for the rows a tool wrote (tokens `source` = tool, runs with tools): context the policy
+    read, not tokens it chose, so no ratio, KL or advantage of theirs means anything (no loss)."""
+    if "source" not in tokens:
+        return np.zeros(len(tokens), dtype=bool)
+    return (tokens["source"].astype(str) == "tool").to_numpy()
+
+
 def tokens_html(tokens: pd.DataFrame, mode: str, bounds: tuple[float, float] = (0.8, 1.2)) -> str:
     """One completion's tokens as coloured chips; hover shows every per-token figure. bounds: the
-    clip range (1 - epsilon, 1 + epsilon_high) as the run logged it: a ratio at a bound is full colour."""
+    clip range (1 - epsilon, 1 + epsilon_high) as the run logged it: a ratio at a bound is full colour.
+    A tool's output is shown as context: uncoloured, dashed, its hover saying so, and left out of
+    the scale the model's tokens are coloured on."""
     if tokens.empty:
         return ""
-    kl = tokens["kl"].to_numpy(dtype=float) if "kl" in tokens else np.zeros(len(tokens))
+    tokens = tokens.assign(_tool=is_tool(tokens))
+    model = tokens[~tokens["_tool"]]
+    kl = model["kl"].to_numpy(dtype=float) if "kl" in model else np.zeros(len(model))
     kl_max = float(np.nanmax(np.abs(kl))) if np.isfinite(kl).any() else 0.0
-    adv = tokens["advantage"].to_numpy(dtype=float) if "advantage" in tokens else np.zeros(len(tokens))
+    adv = model["advantage"].to_numpy(dtype=float) if "advantage" in model else np.zeros(len(model))
     adv_max = float(np.nanmax(np.abs(adv))) if np.isfinite(adv).any() else 0.0
     chips = []
     for _, row in tokens.sort_values("position").iterrows():
+        if row["_tool"]:
+            tip = t("tool_tokens.tip", position=row["position"])
+            chips.append(f'<span class="tok tok-tool" title="{html.escape(tip)}" style="display:inline-block;'
+                         f'margin:2px;padding:2px 6px;border-radius:4px;font-family:monospace;{TOOL_STYLE}">'
+                         f"{show_text(row['token'])}</span>")
+            continue
         clipped = bool(row.get("clipped", False))
         border = "2px solid #d73027" if clipped and mode == "ratio" else "1px solid rgba(128,128,128,.35)"
         tip = (t("markup.tip", position=row["position"], ratio=_fmt(row.get("ratio"), 4), kl=_fmt(row.get("kl"), 4),
@@ -209,3 +230,21 @@ def tokens_html(tokens: pd.DataFrame, mode: str, bounds: tuple[float, float] = (
                      f'background:{_token_colour(row, mode, bounds, kl_max, adv_max)}">'
                      f"{show_text(row['token'])}</span>")
     return '<div class="grpo-tokens" style="line-height:2">' + "".join(chips) + "</div>"
+
+
+def policy_tokens(tokens: pd.DataFrame) -> pd.DataFrame:
+    """The token table as shown: a tool's rows keep their text and position, their policy figures
+    (ratio, KL, advantage, log-probabilities, clip flags) blank, since they trained nothing."""
+    tool = is_tool(tokens)
+    if not tool.any():
+        return tokens
+    figures = [c for c in ("logp_new", "logp_old", "logp_ref", "ratio", "kl", "advantage", "value", "return",
+                           "token_reward") if c in tokens]
+    out = tokens.copy()
+    out[figures] = out[figures].astype("float64")
+    out.loc[tool, figures] = np.nan
+    for flag in ("clipped_low", "clipped_high", "clipped"):
+        if flag in out:
+            out[flag] = out[flag].astype("object")
+            out.loc[tool, flag] = None
+    return out
