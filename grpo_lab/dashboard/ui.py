@@ -43,6 +43,25 @@ def state_label(state: str) -> str:
     return f"{STATE_ICONS.get(state, '❔')} {state_name(state)}"
 
 
+def activity(info: RunInfo) -> str | None:
+    """What an active run is busy with where that takes long (status.json's `waiting` and `phase`):
+    "waiting for ratings of step 3", "warm start: step 40/80"; None when nothing is said."""
+    if info.state not in ("starting", "running"):
+        return None
+    waiting, phase = info.get("waiting"), info.get("phase")
+    if isinstance(waiting, dict) and waiting.get("for") == "ratings" and isinstance(waiting.get("step"), int):
+        return t("run_activity.waiting_ratings", step=waiting["step"])
+    if isinstance(phase, dict) and phase.get("name") == "warm_start":
+        return t("run_activity.warm_start", done=phase.get("done", "?"), total=phase.get("total", "?"))
+    return None
+
+
+def run_state_label(info: RunInfo) -> str:
+    """A run's state badge, with what it waits on: "🟢 running · ⏳ waiting for ratings of step 3"."""
+    doing = activity(info)
+    return state_label(info.state) + (f" · ⏳ {doing}" if doing else "")
+
+
 def world_label(info: RunInfo) -> str:
     """Where a run trains, from its status: "1 · cpu", "2 · ddp · cuda:0, cuda:1"; "—" before it says."""
     world, devices = info.get("world_size"), info.get("devices")

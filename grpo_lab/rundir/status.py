@@ -1,4 +1,12 @@
-"""status.json: what a run is doing now. Written atomically by the trainer, read by anyone."""
+"""status.json: what a run is doing now. Written atomically by the trainer, read by anyone.
+
+Besides its `state`, a run says what it is busy with where that takes long, so a reader never sees a
+silent "starting · 0/N" or "running" for minutes (docs/run-directory.md):
+- `phase`: before the first step, {"name": "warm_start", "done": i, "total": N}; null otherwise;
+- `waiting`: while the `human` reward waits, {"for": "ratings", "step": S, "since": t, "deadline": t
+  or null, "groups": n, "need": k}; null otherwise.
+A reader that finds the process gone drops both: a dead trainer waits for nothing.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +20,7 @@ from grpo_lab.rundir.layout import SCHEMA_VERSION, full_disk, write_json_atomic
 
 STATES = ("starting", "running", "finished", "failed", "stopped")
 ACTIVE_STATES = ("starting", "running")
+_OPEN: dict[Path, "StatusFile"] = {}  # this process's status files by path: the human reward's wait goes through them
 
 
 class StatusFile:
@@ -31,12 +40,22 @@ class StatusFile:
             "error": None,
             **fields,
         }
+        _OPEN[self.path.resolve()] = self
 
     def update(self, **fields: Any) -> None:
         if "state" in fields and fields["state"] not in STATES:
             raise ValueError(f"state: must be one of {STATES}, got {fields['state']!r}")
         self.data.update(fields, updated_at=time.time())
         write_json_atomic(self.path, self.data)
+
+
+def set_waiting(run_dir: str | Path, waiting: dict[str, Any] | None) -> None:
+    """Say in the run's status.json that the trainer waits (the `human` reward: `waiting` as the module
+    docstring says), or no longer does (None). Through this process's own StatusFile, so the trainer's
+    next update keeps it; nothing when this process does not write the run's status (a test, rank > 0)."""
+    status = _OPEN.get((Path(run_dir) / "status.json").resolve())
+    if status is not None:
+        status.update(waiting=waiting)
 
 
 def pid_alive(pid: Any) -> bool:
@@ -73,6 +92,8 @@ def read_status_checked(path: Path) -> tuple[dict[str, Any] | None, str | None]:
         return None, problem
     alive = pid_alive(data.get("pid"))
     data["alive"] = alive
+    if not alive:
+        data["phase"] = data["waiting"] = None
     if data.get("state") in ACTIVE_STATES and not alive:
         data["state"] = "failed"
         if not data.get("error"):

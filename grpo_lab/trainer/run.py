@@ -216,7 +216,9 @@ def prepare(cfg: Config, d: Dist | None = None) -> tuple[Components, RunPaths, S
         else:
             if builtin and cfg.sft_steps:
                 warm_start(policy, tokenizer, task.sft_pairs(cfg.seed, 4096, answers_correct=False),
-                           cfg.sft_steps, device, log=log)
+                           cfg.sft_steps, device, log=log, bar=d.writer, progress=lambda done, total: status.update(
+                               phase={"name": "warm_start", "done": done, "total": total}))
+                status.update(phase=None)  # Live's "warm start: step i/N" ends here
             if d.writer:
                 checkpoint.save(paths.checkpoints, -1, {"model": policy})
         d.sync_weights(policy)  # several processes start from rank 0's weights

@@ -42,8 +42,13 @@ def header(info, frame: data.Frame) -> None:
     cols = st.columns([1, 2, 1, 1])
     cols[0].metric(t("live.state"), ui.state_label(info.state))
     total = info.total_steps or 1
-    cols[1].progress(min(info.step / total, 1.0),
-                     text=t("live.progress", step=info.step, total=info.total_steps or "?"))
+    phase = info.get("phase") if info.state == "starting" else None  # the warm start: its own bar
+    if isinstance(phase, dict) and isinstance(phase.get("total"), int) and phase["total"] > 0:
+        cols[1].progress(min(max(int(phase.get("done") or 0), 0) / phase["total"], 1.0), text=ui.activity(info))
+    else:
+        cols[1].progress(min(info.step / total, 1.0),
+                         text=t("live.progress", step=info.step, total=info.total_steps or "?")
+                         + (f" · {doing}" if (doing := ui.activity(info)) else ""))
     reward = data.latest(frame, "reward/mean")
     cols[2].metric(t("live.latest_reward"), "—" if reward is None else f"{reward:.3f}")
     cols[3].metric(t("live.elapsed"), ui.duration(ui.run_duration(info)))

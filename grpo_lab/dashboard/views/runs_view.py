@@ -54,7 +54,8 @@ def shown_frame(rows: pd.DataFrame, runs) -> pd.DataFrame:
     latest = [data.latest(data.scalars(n), "reward/mean") if n in listed and listed[n].status else None
               for n in out["name"]]
     out.insert(out.columns.get_loc("step") + 1, "latest reward", latest)
-    out["state"] = out["state"].map(ui.state_label)
+    out["state"] = [ui.run_state_label(listed[n]) if n in listed else ui.state_label(s)  # + waiting for ratings
+                    for n, s in zip(out["name"], out["state"])]
     out["tags"] = out["tags"].map(" ".join)
     return out
 
