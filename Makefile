@@ -25,10 +25,15 @@ smollm2: $(STAMP)
 dashboard: $(STAMP)
 	.venv/bin/grpo-lab-dashboard
 
+# Four worker processes on two cores: most tests wait on a trainer, a server or a browser, so four keep
+# both cores busy. tests/conftest.py says which tests share a worker (loadgroup) and puts the longest
+# groups first (hence no reordering by size). --durations=20: the slowest tests, printed on every run.
+PARALLEL := -n 4 --dist loadgroup --no-loadscope-reorder
+
 test: $(STAMP) system-deps
 	$(PY) -m pip install -q -r requirements-trl.txt
 	bash scripts/get-smollm2.sh --install-only
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q $(PARALLEL) --durations=20
 
 # The loop while working: pure functions, the objective, rewards, readers and the pages whose fixtures
 # start no trainer (tests marked slow, browser or smollm2 are left out; see pytest.ini). CI runs `make test`.

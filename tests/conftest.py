@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import inspect
+import os
 import re
 from pathlib import Path
 from typing import Callable
 
 import pytest
+from _pytest.nodeid import NodeId  # see _in_group
 
 from app_helpers import open_page
 from trainer_helpers import SMALL, run_trainer
+
+# One compute thread per process (this one, and the trainers, servers and torchrun ranks it starts,
+# which inherit it): the tiny model's matrices gain nothing from a second thread, and a test session
+# runs several processes at once on two cores, where each one's second OpenMP thread only spins
+# waiting for a core (a 6-step trainer: 8 s of CPU with one thread, 21-30 s with two, measured on a busy
+# 2-core machine). Set it in the environment to choose otherwise.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 # What makes a test slow: it starts the trainer, torchrun, a browser or a package build. A test is
@@ -28,23 +37,76 @@ def _source(obj) -> str:
         return ""
 
 
-def _is_slow(item: pytest.Item) -> bool:
+def _calls(item: pytest.Item, pattern: re.Pattern) -> bool:
+    """Whether the test's own code, a fixture it uses, or a function of its module that it calls matches."""
     own = _source(getattr(item, "function", None))
-    if SLOW_CALLS.search(own):
+    if pattern.search(own):
         return True
     defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {}) or {}
-    if any(SLOW_CALLS.search(_source(d.func)) for fixturedefs in defs.values() for d in fixturedefs):
+    if any(pattern.search(_source(d.func)) for fixturedefs in defs.values() for d in fixturedefs):
         return True
     module = getattr(item, "module", None)
     helpers = [obj for name, obj in vars(module).items() if inspect.isfunction(obj) and not name.startswith("test_")
                and getattr(obj, "__module__", None) == module.__name__ and re.search(rf"\b{name}\(", own)] if module else []
-    return any(SLOW_CALLS.search(_source(f)) for f in helpers)
+    return any(pattern.search(_source(f)) for f in helpers)
 
 
+# Which tests share a worker under `pytest -n N --dist loadgroup` (make test); one group a test. Tests
+# that start torchrun take turns on one worker: two launches at once would be four ranks on two cores,
+# each waiting on the others' collectives. The tests of the browser's session dashboard (two trained
+# runs behind a streamlit server: tests/browser/conftest.py) share one worker, which builds it once.
+# Otherwise a test stays beside its module's other tests when they share a module (or class) fixture,
+# so that fixture (a trained run, a server) is built once rather than once per worker.
+TORCHRUN = re.compile(r"\b(torchrun|accelerate)\(|processes=2")
+SESSION_SERVERS = ("server",)
+
+
+def _xdist_group(item: pytest.Item) -> str | None:
+    if _calls(item, TORCHRUN):
+        return "torchrun"
+    server = next((name for name in SESSION_SERVERS if name in getattr(item, "fixturenames", ())), None)
+    if server:
+        return f"session-{server}"
+    defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {}) or {}
+    if any(d.scope in ("module", "class") for fixturedefs in defs.values() for d in fixturedefs):
+        return item.path.stem
+    return None
+
+
+def _heavy_first(items: list[pytest.Item]) -> None:
+    """Under xdist, the groups with the most slow tests first, then the other slow tests, then the rest
+    (each in collection order): a worker that picks a long group last would finish alone."""
+    groups: dict[str, int] = {}
+    for item in items:
+        mark = item.get_closest_marker("xdist_group")
+        key = mark.args[0] if mark else item.nodeid
+        groups[key] = groups.get(key, 0) + bool(item.get_closest_marker("slow"))
+    def weight(item: pytest.Item) -> int:
+        mark = item.get_closest_marker("xdist_group")
+        return -groups[mark.args[0] if mark else item.nodeid]
+    items.sort(key=weight)  # stable: collection order within a weight
+
+
+def _in_group(item: pytest.Item, group: str) -> None:
+    """Mark the test as one of `group`. The loadgroup scheduler reads a test's group from the end of its
+    node id ("...::test_x@group"); xdist 3.8 writes that suffix where pytest 9.2 no longer reads it
+    (pytest-dev/pytest-xdist#1386), so that every test would be scheduled alone: this writes it to the id."""
+    item.add_marker(pytest.mark.xdist_group(group))
+    loadgroup = getattr(item.config.option, "loadgroup", False)  # set in each worker by `--dist loadgroup`
+    if loadgroup and hasattr(item, "_id") and not item.nodeid.endswith(f"@{group}"):
+        item._id = NodeId.parse(f"{item.nodeid}@{group}")
+
+
+@pytest.hookimpl(tryfirst=True)  # the slow marks before `-m` reads them
 def pytest_collection_modifyitems(items):
     for item in items:
-        if _is_slow(item):
+        if _calls(item, SLOW_CALLS):
             item.add_marker(pytest.mark.slow)
+        group = _xdist_group(item)
+        if group:
+            _in_group(item, group)
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # every worker collects, and sorts alike
+        _heavy_first(items)
 
 
 def trainer_flags(flags: dict) -> list[str]:

@@ -6,18 +6,22 @@ own. Import the fixtures into a test file (`from shared_runs import grpo_run`); 
 returned folders: a test that changes a run (a damaged copy, an older schema, a resume) works on
 `copy_run(...)`.
 
-Why a cache beside the fixtures: a session fixture imported into several test modules is a separate
-fixture in each, and pytest would train it once per module; the dict keeps one run per session.
+Why a folder and a lock beside the fixtures: a session fixture imported into several test modules is a
+separate fixture in each, and pytest would train it once per module; under pytest-xdist each worker
+process has its own session too. The first to ask trains into the session's shared folder while holding
+the run's lock; every other module and worker waits on the lock and reads the same run.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Callable
 
 import pytest
+from filelock import FileLock
 
 from grpo_lab.rundir.layout import write_json_atomic
 from trainer_helpers import SMALL, run_trainer
@@ -32,19 +36,30 @@ PPO_BETA, PPO_GAMMA, PPO_LAM = 0.1, 0.9, 0.8
 PPO_FLAGS = [*SMALL, "--algo", "ppo", "--max-steps", "4", "--beta", str(PPO_BETA), "--gamma", str(PPO_GAMMA),
              "--lam", str(PPO_LAM), "--minibatches", "2", "--passes", "2"]
 
-_made: dict[tuple[str, str], Path | str] = {}  # the run's folder, or why its trainer failed
+
+def session_root(tmp_path_factory) -> Path:
+    """The folder every process of this pytest session sees: each xdist worker's basetemp is
+    .../pytest-N/popen-gwK, their parent the session's; without xdist, the basetemp itself."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
 def _once(tmp_path_factory, name: str, train: Callable[[Path], object]) -> Path:
-    key = (str(tmp_path_factory.getbasetemp()), name)  # a new session (basetemp) trains again
-    if key not in _made:
-        root = tmp_path_factory.mktemp(f"shared-{name}")
-        result = train(root)
-        # a failed trainer fails every test that reads its run, without training again for each module
-        _made[key] = root / name if result.returncode == 0 else f"shared run {name!r}: {result.stderr[-3000:]}"
-    made = _made[key]
-    assert isinstance(made, Path), made
-    return made
+    root = session_root(tmp_path_factory) / f"shared-{name}"
+    # "" once trained, or why its trainer failed: every reader fails with that, and none trains again
+    outcome = root / "outcome.txt"
+    with FileLock(f"{root}.lock"):
+        if not outcome.exists():
+            root.mkdir(exist_ok=True)
+            try:
+                result = train(root)
+                outcome.write_text("" if result.returncode == 0 else f"shared run {name!r}: {result.stderr[-3000:]}")
+            except Exception as exc:  # a timeout: the readers after this one fail at once too
+                outcome.write_text(f"shared run {name!r}: {exc!r}")
+                raise
+    why = outcome.read_text()
+    assert not why, why
+    return root / name
 
 
 @pytest.fixture(scope="session")

@@ -12,6 +12,7 @@ import functools
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -60,6 +61,18 @@ def streamlit_server(runs: Path):
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+
+
+def stop_trainers(runs: Path, *names: str) -> None:
+    """End the trainers the tests launched through the dashboard (their pids are on record): those of
+    `names`, or every one. A launched run left going would take a core from every test after it."""
+    from grpo_lab.dashboard.launching import launcher
+    from grpo_lab.rundir.layout import read_json
+
+    for record in (runs / launcher.LAUNCH_DIR).glob("*.json"):
+        data = read_json(record) or {}
+        if (not names or record.stem in names) and launcher.is_trainer_of(data.get("pid"), record.stem):
+            os.kill(data["pid"], signal.SIGKILL)
 
 
 def wait_until_healthy(url: str, runs: Path, timeout: float = 120) -> None:

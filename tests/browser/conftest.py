@@ -7,15 +7,14 @@ A failing test that used `page` leaves a screenshot in test-artifacts/<test name
 from __future__ import annotations
 
 import os
-import signal
 import sys
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # browser_helpers, whatever the import mode
-from browser_helpers import (ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, streamlit_server,  # noqa: E402
-                             wait_until_healthy)
+from browser_helpers import (ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, stop_trainers,  # noqa: E402
+                             streamlit_server, wait_until_healthy)
 from trainer_helpers import start_trainer, wait_trainers  # noqa: E402  (browser_helpers put tests/ on the path)
 from playwright.sync_api import expect  # noqa: E402
 
@@ -53,17 +52,6 @@ def server(tmp_path_factory):
             yield url, runs
     finally:
         stop_trainers(runs)
-
-
-def stop_trainers(runs: Path) -> None:
-    """End every trainer the tests launched through the dashboard (their pids are on record)."""
-    from grpo_lab.dashboard.launching import launcher
-    from grpo_lab.rundir.layout import read_json
-
-    for record in (runs / launcher.LAUNCH_DIR).glob("*.json"):
-        data = read_json(record) or {}
-        if launcher.is_trainer_of(data.get("pid"), record.stem):
-            os.kill(data["pid"], signal.SIGKILL)
 
 
 @pytest.fixture(scope="session")

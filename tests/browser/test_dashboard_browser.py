@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from browser_helpers import assert_page_whole, english_only_phrases, locale, main_text, to_chinese, wait_idle
+from browser_helpers import (assert_page_whole, english_only_phrases, locale, main_text, stop_trainers, to_chinese,
+                             wait_idle)
 from playwright.sync_api import expect
 from trainer_helpers import wait_until
 
@@ -51,6 +52,7 @@ def test_launch_the_demo_from_the_form_and_watch_live_update(server, page):
     page.wait_for_function(f"document.querySelectorAll('{CHARTS}').length >= 3")  # the overview
     # no reload: the fragment refreshes itself
     wait_until(lambda: step_past(page, first), 120, f"Live to show a step after {first}", every=0.5)
+    stop_trainers(runs, "e2e-demo")  # seen learning: its other steps would only slow the tests after it
 
 
 def test_live_draws_the_overview_first_and_a_section_when_it_is_opened(server, page):
