@@ -83,14 +83,14 @@ def test_a_waiting_trainer_shows_its_step_on_groups_and_live(app, runs):
     live = app("live", "rated")
     assert "waits for ratings of step 3" in texts(live.warning)
     at = app("groups", "rated", **{rating.LABELER_KEY: "ann"})
-    assert "waits for ratings of step 3: 0 group(s) fully rated" in texts(at.warning)
+    assert "waits for ratings of step 3: 0 group(s) fully rated" in texts(at.info)  # calm: nothing is wrong
     at.text_input(key="rate_rated_3_0_ann_keys").input("10").run()
     df = labels.read(run)
     assert df[["step", "group", "sample_idx", "score"]].values.tolist() == [[3, 0, 0, 1.0], [3, 0, 1, 0.0]]
     assert at.selectbox(key="rating_wait_pick_3@en").value == 1  # on to the next unrated group
-    assert "1 group(s) fully rated" in texts(at.warning)
+    assert "1 group(s) fully rated" in texts(at.info)
     labels.clear_waiting(run)
-    assert "waits for ratings" not in texts(app("groups", "rated").warning)
+    assert "waits for ratings" not in texts(app("groups", "rated").info)
 
 
 def test_rating_in_chinese(app, runs):

@@ -2,14 +2,18 @@
 *for that step* on the dashboard's Groups page (or with `grpo_lab.rundir.labels.add`).
 
 After sampling, the trainer calls this reward; it writes `labels/waiting.json` (the step's groups,
-so the dashboard can show them before the step is logged) and waits until `min_groups` groups are
-fully rated or `wait_s` seconds have passed, then goes on with what it has. The rules:
+so the dashboard can show them before the step is logged) and status.json's `waiting`, and waits
+until every group of the step is fully rated (or `min_groups` of them, when set) or `wait_s` seconds
+have passed, then goes on with what it has. The rules:
 - a completion's score is the mean over labelers of each one's latest rating (labels.read), on the
   run's scale (thumbs: 0 / 1; 1-5); `labeler` set: that person's ratings only;
 - a rating counts only for the exact text it was given for (`completion_sha`): a resumed run that
   samples the step again keeps the ratings of the completions that came out the same;
 - an unrated completion scores None (left out of its group's mean and std, advantage 0);
 - the wait is part of the step's `time/reward_s`, and is logged as `rewards/log/human_wait_s`;
+- the ratings read are those given up to the moment of the last read, which `labels/closed.json`
+  keeps (labels.close_step): a rating given later is late, kept for the reward model and exports,
+  never part of the step's reward;
 - a stop (SIGTERM, Ctrl-C) ends the wait at once: the step trains on what is rated, then the run
   stops as usual (checkpoint; `--resume` goes on with the next step).
 
@@ -36,11 +40,12 @@ from grpo_lab.rewards import context
 from grpo_lab.rewards._text import as_text
 
 
-def human_reward(min_groups: int = 1, wait_s: float = 300.0, poll_s: float = 0.5, labeler: str = ""):
+def human_reward(min_groups: int | None = None, wait_s: float = 300.0, poll_s: float = 0.5, labeler: str = ""):
     """min_groups: groups (all G completions rated) the step waits for (capped at the step's groups);
+    None (the default): every group of the step, what a person rating a step expects;
     wait_s: the longest wait, then go on with what is rated; poll_s: how often to look;
     labeler: count only this person's ratings ("" = everyone's, averaged)."""
-    if isinstance(min_groups, bool) or not isinstance(min_groups, int) or min_groups < 0:
+    if min_groups is not None and (isinstance(min_groups, bool) or not isinstance(min_groups, int) or min_groups < 0):
         raise ValueError(f"human: min_groups must be a whole number >= 0, got {min_groups!r}")
     for name, value in (("wait_s", wait_s), ("poll_s", poll_s)):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
@@ -62,33 +67,39 @@ def human_reward(min_groups: int = 1, wait_s: float = 300.0, poll_s: float = 0.5
     return human
 
 
-def wait_for_ratings(where: context.StepSamples, texts: list[str], *, min_groups: int, wait_s: float,
+def wait_for_ratings(where: context.StepSamples, texts: list[str], *, min_groups: int | None, wait_s: float,
                      poll_s: float, labeler: str = "") -> tuple[list[float | None], float]:
     """(one score or None per completion, seconds waited), as the module docstring describes."""
-    from grpo_lab.rundir import labels  # noqa: PLC0415 - pandas only when a run scores
+    from grpo_lab.rundir import labels, status  # noqa: PLC0415 - pandas only when a run scores
 
     G = where.group_size
     n_groups = len(texts) // G
     shas = [labels.completion_sha(t) for t in texts]
-    need = min(min_groups, n_groups)
+    need = n_groups if min_groups is None else min(min_groups, n_groups)
     start = time.monotonic()
     groups = [{"group": g, "prompt_id": where.prompt_ids[g] if g < len(where.prompt_ids) else "",
                "prompt": where.prompts[g] if g < len(where.prompts) else "", "completions": texts[g * G:(g + 1) * G]}
               for g in range(n_groups)]
-    labels.set_waiting(where.run_dir, step=where.step, groups=groups, min_groups=need,
-                       deadline=time.time() + wait_s)
+    deadline = time.time() + wait_s
+    labels.set_waiting(where.run_dir, step=where.step, groups=groups, min_groups=need, deadline=deadline)
+    status.set_waiting(where.run_dir, {"for": "ratings", "step": where.step, "since": time.time(),
+                                       "deadline": deadline, "groups": n_groups, "need": need})
     try:
         with _stop_ends_wait() as stopped:
             while True:
-                # the stop is noted before the read, so the last read sees every rating given before it
-                stop = bool(stopped)
-                scores = _scores(labels.read(where.run_dir), where, shas, labeler)
+                # the stop is noted before the read, so the last read sees every rating given before it;
+                # the read's moment too: ratings given after it are late (close_step), not read now
+                stop, now = bool(stopped), time.time()
+                df = labels.read(where.run_dir)
+                scores = _scores(df[df["time"] <= now], where, shas, labeler)
                 full = sum(all(scores[g * G + j] is not None for j in range(G)) for g in range(n_groups))
                 if full >= need or time.monotonic() - start >= wait_s or stop:
+                    labels.close_step(where.run_dir, where.step, now)
                     return scores, time.monotonic() - start
                 time.sleep(poll_s)
     finally:
         labels.clear_waiting(where.run_dir)
+        status.set_waiting(where.run_dir, None)
 
 
 @contextlib.contextmanager

@@ -124,6 +124,28 @@ def waiting(run_dir: str | Path) -> dict[str, Any] | None:
     return data
 
 
+def close_step(run_dir: str | Path, step: int, at: float) -> None:
+    """The `human` reward scored `step` with the ratings given up to `at` (Unix seconds): a later
+    rating of it is late (kept, read by the reward model and exports, never part of that step's
+    reward). `labels/closed.json` maps step to that time; the trainer is its one writer."""
+    closed = {str(s): t for s, t in closed_steps(run_dir).items()}
+    write_json_atomic(folder(run_dir) / "closed.json", {**closed, str(int(step)): float(at)})
+
+
+def closed_steps(run_dir: str | Path) -> dict[int, float]:
+    """{step: the time its ratings were read for its reward}; entries that are not a step and a time
+    are left out (the file is read from disk: input)."""
+    data = read_json(folder(run_dir) / "closed.json") or {}
+    return {int(s): float(t) for s, t in data.items() if isinstance(s, str) and s.isdigit()
+            and isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t)}
+
+
+def late(ratings: pd.DataFrame, run_dir: str | Path) -> pd.Series:
+    """True for each rating (read's rows) given after the trainer scored its step (close_step)."""
+    closed = ratings["step"].map(closed_steps(run_dir))
+    return (closed.notna() & (ratings["time"] > closed)).astype(bool)
+
+
 def _waiting_text(run_dir: Path, step: int, group: int, sample: int) -> tuple[str, str] | None:
     data = waiting(run_dir)
     if not data or data["step"] != step:

@@ -270,7 +270,8 @@ def render(info: RunInfo) -> None:
     groups_order.follow_address()  # a link from Live or a doctor finding: its step and ordering
     mode = st.segmented_control(t("groups.find"), list(finders), format_func=finders.get, default="step",
                                 key="groups_mode", required=True) or "step"
-    rating.show_waiting(info)  # the trainer waits for ratings (the `human` reward): that step's groups first
+    if rating.show_waiting(info) and not queries.sample_steps(info.name)[0]:
+        return  # the trainer waits on its first step: that is all there is, no "no samples yet" beside it
     current = st.session_state.get("groups_current_prompt")
     target = find(info.name, mode, current)
     if target is None:

@@ -126,7 +126,8 @@ def _on_keys(info: RunInfo, who: str, step: int, group: int, size: int, scale: s
         st.session_state["rating_error"] = str(exc)
         return
     st.session_state[key] = ""
-    st.session_state["rating_saved"] = t("rating.saved", n=sum(s is not None for s in scores), step=step, group=group)
+    st.session_state["rating_saved"] = (t("rating.saved", n=sum(s is not None for s in scores), step=step, group=group)
+                                        + " " + counts_line(info, step, saved=True))
     if after is not None:
         after()
 
@@ -144,7 +145,8 @@ def _on_order(info: RunInfo, who: str, step: int, group: int, size: int, key: st
         st.session_state["rating_error"] = str(exc)
         return
     st.session_state[key] = ""
-    st.session_state["rating_saved"] = t("rating.ranked", n=len(order), step=step, group=group)
+    st.session_state["rating_saved"] = t("rating.ranked", n=len(order), step=step, group=group) + " " + counts_line(
+        info, step, saved=True)
 
 
 def scale_picker(info: RunInfo) -> str:
@@ -168,8 +170,10 @@ def controls(info: RunInfo, step: int, group: int, texts: list[str], after=None,
         if inputs and (message := st.session_state.pop(note, None)):
             st.error(md(message)) if note == "rating_error" else st.success(message)  # an error quotes typed text
     who = labeler() if inputs else str(st.session_state.get(LABELER_KEY, "")).strip()
-    if not who:
+    if not who:  # a name is needed to save, not to read: the completions to rate are shown
         st.caption(t("rating.need_labeler"))
+        for i, text in enumerate(texts):
+            st.markdown(f"`i={i}` {_snippet(text)}")
         return
     scale = scale_picker(info) if inputs else labels.settings(info.path)["scale"]
     options = list(THUMBS) if scale == "thumbs" else list(range(1, 6))
@@ -187,7 +191,39 @@ def controls(info: RunInfo, step: int, group: int, texts: list[str], after=None,
         right.segmented_control(f"i={i}", options, key=key, label_visibility="collapsed",
                                 format_func=THUMBS.get if scale == "thumbs" else str,
                                 on_change=_on_control, args=(info, who, step, group, i, key))
-    st.caption(t("rating.mine", n=len(mine), of=len(texts)))
+    late = _late_mine(info, who, step, group)
+    st.caption(t("rating.mine", n=len(mine), of=len(texts)) + (" " + t("rating_late.mine_late", n=late) if late else ""))
+
+
+def _late_mine(info: RunInfo, who: str, step: int, group: int) -> int:
+    """How many of this person's ratings in the group came after the trainer scored the step."""
+    df = labels.read(info.path)
+    df = df[(df["labeler"] == who) & (df["step"] == step) & (df["group"] == group)]
+    return int(labels.late(df, info.path).sum()) if len(df) else 0
+
+
+def trains_on_ratings(info: RunInfo) -> bool:
+    """The run's rewards include `human`: its trainer waits for ratings and trains on them."""
+    rewards = (info.config or {}).get("rewards")
+    return isinstance(rewards, dict) and "human" in rewards
+
+
+def counts_line(info: RunInfo, step: int, saved: bool = False) -> str:
+    """Whether a rating of `step` given now can still count for its reward, and which step the
+    trainer waits on: said before a rating (the rating section) and after it (the saved message)."""
+    if not trains_on_ratings(info):
+        return t("rating_late.not_trained")
+    waiting = active_wait(info)
+    if waiting is not None and waiting["step"] == step:
+        return t("rating_late.counts", step=step)
+    closed = labels.closed_steps(info.path).get(step)
+    when = time.strftime("%H:%M:%S", time.localtime(closed)) if closed else "?"
+    head = t("rating_late.saved_late" if saved else "rating_late.late", step=step, time=when)
+    if waiting is not None:
+        return head + " " + t("rating_late.waits_on", step=waiting["step"])
+    if info.state in ("starting", "running"):
+        return head + " " + t("rating_late.not_waiting")
+    return head + " " + t("rating_late.ended")
 
 
 def _snippet(text: str, limit: int = 160) -> str:
@@ -227,6 +263,7 @@ def show(info: RunInfo, target: tuple[int, int], group: pd.DataFrame) -> None:
     step, number = target
     texts = [str(c) for c in group.sort_values("sample_idx")["completion"]]
     with st.expander(t("rating.heading"), expanded=True):
+        st.info(counts_line(info, step), icon="ℹ️")  # before a rating: can it still count, and for which step
         controls(info, step, number, texts, inputs=_waiting_groups(info) is None,
                  after=lambda: _next_unrated(info, st.session_state[LABELER_KEY].strip(), target))
         who = st.session_state.get(LABELER_KEY, "").strip()
@@ -291,7 +328,8 @@ def _wait_line(info: RunInfo, waiting: dict) -> str:
     rated = full_groups(info, waiting)
     deadline = waiting.get("deadline")
     left = max(0, int(deadline - time.time())) if isinstance(deadline, (int, float)) else "?"
-    return t("rating.waiting", step=waiting["step"], rated=len(rated), need=waiting.get("min_groups", 1), left=left)
+    return t("rating.waiting", step=waiting["step"], rated=len(rated), need=waiting.get("min_groups", 1), left=left) + (
+        " " + t("rating_late.counts", step=waiting["step"]))
 
 
 def _waiting_groups(info: RunInfo) -> tuple[int, dict[int, dict]] | None:
@@ -319,7 +357,7 @@ def show_waiting(info: RunInfo) -> bool:
         return False
     step, groups = found
     waiting = labels.waiting(info.path) or {"step": step, "groups": list(groups.values())}
-    st.warning(_wait_line(info, waiting), icon="⏳")
+    st.info(_wait_line(info, waiting), icon="⏳")  # calm: the run is fine, it waits for a person
     rated = full_groups(info, waiting)
     first = next((g for g in groups if g not in rated), next(iter(groups)))
     key = per_language(f"rating_wait_pick_{step}")
