@@ -70,7 +70,7 @@ TABLES: dict[str, Table] = {
         Metric(('ratio/mean', 'ratio/min', 'ratio/max'),
                'ratio', 'pi_theta / pi_old per token, every pass'),
         Metric(('kl/mean',),
-               'nats', 'per-token k3 KL to the reference, mean over tokens of every pass (0 when beta = 0)',
+               'nats', 'per-token k3 KL to the reference, mean over tokens of every pass (absent when beta = 0: no reference, not measured)',
                bounds=(0.0, None)),  # k3 = e^x - x - 1 >= 0 for every token
         Metric(('entropy/mean',),
                'nats', 'entropy of the sampling policy per completion token', bounds=(0.0, None)),

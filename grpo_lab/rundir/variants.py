@@ -157,6 +157,23 @@ def band(long: pd.DataFrame, x: str = "step", bounds: Bounds = (None, None)) -> 
     return out[[x, "mean", "low", "high", "n"]]
 
 
+def unmeasured(config: dict | None) -> set[str]:
+    """The scalars a run with this config did not measure, whatever it logged: KL without a reference
+    model (beta 0: none is loaded; runs before schema 3's fix logged such KL as 0). Readers drop
+    them (NaN), so a chart, a summary or a verdict never reads "not measured" as 0.
+
+    >>> sorted(unmeasured({"beta": 0})), sorted(unmeasured({"beta": 0.04})), sorted(unmeasured(None))
+    (['kl/mean'], [], [])
+    """
+    beta = (config or {}).get("beta")
+    return {"kl/mean"} if isinstance(beta, (int, float)) and not isinstance(beta, bool) and beta == 0 else set()
+
+
+def measured(values) -> bool:
+    """Whether any of a variant's runs has a finite value of a metric (else: not measured)."""
+    return bool(np.isfinite(np.asarray(pd.Series(values, dtype="float64"))).any())
+
+
 def per_run(long: pd.DataFrame, kl: pd.DataFrame | None = None, threshold: float = 0.5) -> pd.DataFrame:
     """One row per run: final reward, best reward, reward AUC (the mean reward over its steps: the
     area under the curve per step, comparable across run lengths), final KL, steps to threshold

@@ -110,6 +110,8 @@ def step_scalars(c: Components, batch, stats: TokenStats, updates: Updates, *, a
                              batch.scores.logged)
     if stats.tokens:  # a step that trained (dynamic sampling may leave nothing to train on: no update)
         metrics.update(token_scalars(stats))
+        if c.reference is None:  # beta 0: no reference model, so no KL was measured: absent, never 0
+            metrics.pop(named("kl/mean"))
         metrics.update({
             named("loss/policy"): sum(policy_losses) / len(policy_losses),
             named("loss/total"): sum(losses) / len(losses),

@@ -86,19 +86,21 @@ class Key:
     runs: tuple
     files: tuple
     digest: str
+    unmeasured: tuple = ()  # (run, metric) pairs the run did not measure (variants.unmeasured): read as NaN
 
 
 def data_key(groups: dict[str, list[RunInfo]]) -> tuple[Key, list[str]]:
     """(the Key of `groups`' runs as they are on disk now, problems met listing their parts)."""
-    runs, files, problems = [], [], []
+    runs, files, problems, absent = [], [], [], []
     for label, members in groups.items():
         for r in members:
             found, found_problems, version, _ = rq.usable_parts(run_path(data.runs_dir(), r.name), "scalars")
             problems += [f"{r.name}: {p}" for p in found_problems]
             runs.append((label, r.name, _per_step(r), version))
             files.append(tuple(found))
-    digest = hashlib.sha1(repr(runs).encode()).hexdigest()
-    return Key(tuple(runs), tuple(files), digest), problems
+            absent += [(r.name, m) for m in sorted(variants.unmeasured(r.config))]
+    digest = hashlib.sha1(repr((runs, absent)).encode()).hexdigest()
+    return Key(tuple(runs), tuple(files), digest, tuple(absent)), problems
 
 
 # --- one query over every run's scalars ---------------------------------------------------------
@@ -149,6 +151,9 @@ def _long(digest: str, _key: Key) -> tuple[pd.DataFrame, list[str]]:
     for c in _READ:
         if c not in rows:
             rows[c] = np.nan
+    for run, metric in _key.unmeasured:  # not measured (a beta 0 run's KL): absent, never 0
+        if metric in rows:
+            rows.loc[rows["run"] == run, metric] = np.nan
     return rows[cols], problems
 
 

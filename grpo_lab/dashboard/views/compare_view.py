@@ -15,6 +15,7 @@ from grpo_lab.dashboard.launching import launcher
 from grpo_lab.dashboard.reading import data
 from grpo_lab.dashboard.views import annotations_view, charts, compare_completions_view, markup, series
 from grpo_lab.dashboard.i18n import t
+from grpo_lab.rundir import variants
 from grpo_lab.rundir.importers import names as trl_names
 from grpo_lab.rundir.layout import SOURCES_KEY
 from grpo_lab.rundir.reader import RunInfo
@@ -59,6 +60,8 @@ def reward_name(column: str) -> str:
 def _scalars(name: str) -> pd.DataFrame:
     """A run's scalars with reward metrics named by function (see reward_name)."""
     df = data.scalars(name).df
+    if absent := [c for c in variants.unmeasured(data.run(name).config) if c in df]:  # beta 0: no KL measured
+        df = df.assign(**{c: np.nan for c in absent})
     return df.rename(columns={c: reward_name(c) for c in df.columns})
 
 

@@ -95,7 +95,11 @@ def stats_table(table: pd.DataFrame) -> pd.DataFrame:
 
 def verdict_line(runs: pd.DataFrame, a: str, b: str, metric: str) -> str:
     """The sentence the difference b - a in `metric` supports, in the current language."""
-    d = variants.difference(runs.loc[runs["variant"] == a, metric], runs.loc[runs["variant"] == b, metric])
+    xa, xb = runs.loc[runs["variant"] == a, metric], runs.loc[runs["variant"] == b, metric]
+    if variants.measured(xa) != variants.measured(xb):  # e.g. final KL of beta 0 (no reference) beside beta 0.04
+        missing = markup.md(b if variants.measured(xa) else a)
+        return t("kl_absent.verdict_not_measured", metric=metric_names()[metric], name=missing)
+    d = variants.difference(xa, xb)
     kind, fields = variants.verdict_parts(d, markup.md(a), markup.md(b))
     name = metric_names()[metric]
     if kind == "unclear" and fields["needed"] is None:
