@@ -42,7 +42,7 @@ def test_groups_and_compare_texts_and_layout(lang):
     assert not at.exception, [e.message for e in at.exception]
     words = i18n.texts(lang)
     body = " ".join(e.proto.body for e in at.get("html"))
-    assert body.startswith('<div class="grpo-responses-box" style="overflow-x:auto')
+    assert body.startswith('<div class="grpo-table-box" style="overflow-x:auto')
     heads = [h.split(">", 1)[1] for h in body.split("<th ")[1:]]
     assert all('word-break:keep-all' in h for h in body.split("<th ")[1:])
     for key in ("layout_col.ratio_mean", "layout_col.clip_frac", "layout_col.kl_mean", "col.tool_errors"):

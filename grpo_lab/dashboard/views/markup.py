@@ -149,7 +149,7 @@ def responses_table(group: pd.DataFrame, reward_columns: list[str], compact: boo
     # headers break only between words (keep-all: a Chinese one no longer breaks after every character),
     # a logged extra (an answer) is narrower than the completion, and a table still wider than the page
     # scrolls sideways in its own box instead of cutting its last columns (a tool run's "tool errors")
-    out = ['<div class="grpo-responses-box" style="overflow-x:auto;max-width:100%">'
+    out = ['<div class="grpo-table-box" style="overflow-x:auto;max-width:100%">'
            '<table class="grpo-responses" style="border-collapse:collapse;width:100%;font-size:0.9rem">',
            "<thead><tr>" + "".join(f'<th style="{CELL}word-break:keep-all">{html.escape(h)}</th>' for h in head)
            + "</tr></thead><tbody>"]

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pandas as pd
 import streamlit as st
@@ -53,7 +54,10 @@ def shown_frame(rows: pd.DataFrame, runs) -> pd.DataFrame:
     out = rows.drop(columns=["sweep"]).copy()
     latest = [data.latest(data.scalars(n), "reward/mean") if n in listed and listed[n].status else None
               for n in out["name"]]
-    out.insert(out.columns.get_loc("step") + 1, "latest reward", latest)
+    # text, "—" where there is none: the table would print a missing number or time as "None", in any language
+    out.insert(out.columns.get_loc("step") + 1, "latest reward",
+               [f"{v:.3f}" if v is not None and math.isfinite(v) else "—" for v in latest])
+    out["started"] = [v.strftime("%Y-%m-%d %H:%M:%S") if not pd.isna(v) else "—" for v in out["started"]]
     out["state"] = [ui.run_state_label(listed[n]) if n in listed else ui.state_label(s)  # + waiting for ratings
                     for n, s in zip(out["name"], out["state"])]
     out["tags"] = out["tags"].map(" ".join)
@@ -218,10 +222,9 @@ def render(was_active: bool) -> None:
     shown = shown_frame(runs_filters.page(matching, page_widget(len(matching), len(frame))), runs)
     st.dataframe(shown, hide_index=True, key="runs_table", on_select="rerun", selection_mode="single-row",
                  column_config={
-                     **ui.column_config(shown.columns, formats={"latest reward": "%.3f"}, labels={"tags": t("col.tags")}),
+                     **ui.column_config(shown.columns, labels={"tags": t("col.tags")}),
                      "progress": st.column_config.ProgressColumn(t("col.progress"), min_value=0.0, max_value=1.0,
                                                                  format="percent"),
-                     "started": st.column_config.DatetimeColumn(t("col.started"), format="YYYY-MM-DD HH:mm:ss"),
                  })
     names = shown["name"].tolist()  # the table's rows: a click picks one of them
     if not names:
@@ -243,7 +246,6 @@ def render(was_active: bool) -> None:
         st.session_state["runs_pick"] = wanted if wanted in names else names[0]
     st.subheader(t("runs.selected"))
     name = st.selectbox(t("run.pick"), names, key="runs_pick", label_visibility="collapsed")
-    st.session_state[ui.SELECTED] = name
-    if st.query_params.get("run") != name:  # the address names the run shown: reload, share and tags keep to it
-        st.query_params["run"] = st.session_state["runs_pick_linked"] = name
+    if "run" in st.query_params and st.query_params.get("run") != name:  # opened by a link: the address
+        st.query_params["run"] = st.session_state["runs_pick_linked"] = name  # follows the pick (reload keeps it)
     actions(name, runs, pending)
