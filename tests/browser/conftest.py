@@ -55,13 +55,20 @@ def server(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def browser():
+def playwright_driver():
+    """The process's one Playwright: a second sync_playwright() where one is open fails ("Sync API inside
+    the asyncio loop"), and an xdist worker may reach a module with its own browser after `browser`."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        yield b
-        b.close()
+        yield p
+
+
+@pytest.fixture(scope="session")
+def browser(playwright_driver):
+    b = playwright_driver.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+    yield b
+    b.close()
 
 
 @pytest.fixture

@@ -43,14 +43,11 @@ def environ(**values):
 
 
 @pytest.fixture(scope="module")
-def rebinding_browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True,
-                              args=[*CHROMIUM_ARGS, "--host-resolver-rules=MAP evil.test 127.0.0.1"])
-        yield b
-        b.close()
+def rebinding_browser(playwright_driver):
+    b = playwright_driver.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                          args=[*CHROMIUM_ARGS, "--host-resolver-rules=MAP evil.test 127.0.0.1"])
+    yield b
+    b.close()
 
 
 @pytest.fixture
