@@ -63,7 +63,7 @@ def test_written_whole_and_read_back(tmp_path):
 
 
 @pytest.mark.parametrize("content, problem", [
-    (b"{not json", "annotations.json is ignored"),
+    (b"{not json", "annotations.json is not valid JSON"),
     (b"[1, 2]", "not a JSON object"),
     (json.dumps({"tags": ["<script>"]}).encode(), "tags: up to 12 tags"),
     (json.dumps({"tags": [], "note": "n" * 70_000}).encode(), "larger than 64 KB"),
