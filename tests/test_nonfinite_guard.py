@@ -110,7 +110,8 @@ def test_an_inf_reward_never_reaches_the_weights(user_module, algo):
 
 def test_the_default_stop_on_stops_the_run_at_the_skipped_step(user_module):
     result = train(user_module, "stops")
-    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.returncode == 3, result.stderr[-3000:]  # the doctor stopped it (trainer/outcome.py)
+    assert "by --stop-on critical" in result.stderr.strip().splitlines()[-1]
     status = read_status(user_module / "runs" / "stops" / "status.json")
     assert status["state"] == "stopped" and status["step"] == 1
     assert "update_skipped" in status["stop_reason"]

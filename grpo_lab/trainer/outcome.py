@@ -19,7 +19,8 @@ FINISHED, FAILED, REFUSED, DOCTOR_STOPPED = 0, 1, 2, 3
 
 
 class Scored:
-    """Whether any step of the run scored a completion (reward/mean finite)."""
+    """Whether any step of the run scored a completion (reward/mean not NaN: an inf mean was scored, with
+    a value float32 cannot hold, which the non-finite guard of updates.py handles on its own)."""
 
     def __init__(self) -> None:
         self.steps = 0
@@ -28,13 +29,15 @@ class Scored:
     def add(self, metrics: dict[str, float]) -> None:
         self.steps += 1
         mean = metrics.get("reward/mean", math.nan)
-        self.scored += isinstance(mean, (int, float)) and math.isfinite(mean)
+        self.scored += isinstance(mean, (int, float)) and not math.isnan(mean)
 
     def never(self) -> str | None:
         """The failure of a run whose rewards never scored anything (None when some step scored).
 
         >>> s = Scored(); s.add({"reward/mean": math.nan}); s.add({"reward/mean": math.nan}); s.never()[:46]
         'no reward scored any completion in its 2 steps'
+        >>> s.add({"reward/mean": math.inf}); s.never() is None
+        True
         >>> s.add({"reward/mean": 0.5}); s.never() is None
         True
         """
