@@ -72,7 +72,10 @@ def test_async_rewards_score_from_a_worker_thread_and_from_inside_a_running_loop
     async def caller():  # e.g. a notebook, whose cell already runs an event loop
         return score()
 
-    assert asyncio.run(caller()) == [1.0, 0.0]
+    # in a thread of its own: a session fixture of the same worker (Playwright's sync API) may hold
+    # this thread's event loop, where asyncio.run itself refuses
+    with ThreadPoolExecutor(1) as pool:
+        assert pool.submit(asyncio.run, caller()).result() == [1.0, 0.0]
     assert threading.current_thread() is threading.main_thread()
 
 

@@ -159,7 +159,8 @@ def test_the_launch_forms_preset_follows_the_language_switch(server, page):
     wait_idle(page)
     page.get_by_text(locale("en")["runs.start_expander"]).first.click()
     wait_idle(page)
-    assert locale("en")["launch.preset_demo"] in selectbox_values(page)
+    expect(page.locator("[data-testid=stSelectbox] input").filter(  # retried: the form may still be drawing
+        has=page.locator(f"xpath=self::*[@value='{locale('en')['launch.preset_demo']}']"))).to_have_count(1)
     to_chinese(page, "运行列表")
     expect(page.locator("[data-testid=stSelectbox] input").filter(
         has=page.locator(f"xpath=self::*[@value='{locale('zh')['launch.preset_demo']}']"))).to_have_count(1)
@@ -170,7 +171,7 @@ def test_the_launch_forms_preset_follows_the_language_switch(server, page):
 IN_CHINESE = {
     "runs": ("", "运行列表", ["按名称筛选", "状态", "所选运行", "🚀 启动训练", "train.log（最后几行）"]),
     "compare": ("compare?runs=alpha,beta", "运行对比",
-                ["指标", "摘要", "配置：取值不同的选项", "同一提示词的组，并排对比", "左侧运行", "右侧运行"]),
+                ["指标", "摘要", "配置：取值不同的选项", "同一提示词的回答，并排对比"]),
 }
 
 
@@ -188,7 +189,7 @@ def test_runs_and_compare_in_chinese(server, page, name):
     if name == "compare":
         page.wait_for_function(f"document.querySelectorAll('{CHARTS}').length >= 4")
         side = page.locator("[data-testid=stMarkdownContainer]").filter(has_text=re.compile(r"第 \d+ 步 · 均值"))
-        expect(side).to_have_count(2)  # the same prompt's group, one per run
+        expect(side).to_have_count(2)  # the same prompt's completions, one column per run
     for label in labels:
         expect(page.get_by_text(label, exact=True).first).to_be_visible()
     assert_page_whole(page, chinese=True)
