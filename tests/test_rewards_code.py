@@ -9,7 +9,7 @@ import pytest
 
 from grpo_lab import rewards
 from grpo_lab.rewards.code_tests import extract_code, parse_tests
-from grpo_lab.rewards.sandbox import ALLOW_UNSANDBOXED_ENV, Limits, resolve_isolation, run_python
+from grpo_lab.rewards.sandbox import ALLOW_UNSANDBOXED_ENV, Limits, run_python
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -90,12 +90,19 @@ def test_infinite_loop_scores_zero_within_the_time_limit(reward):
 
 
 def test_fork_bomb_scores_zero_and_leaves_nothing_behind(reward):
-    before = _processes_of(resolve_isolation().uid)
-    assert score_one(reward, "import os\nwhile True:\n    os.fork()") == 0.0
-    spawner = "import subprocess\nwhile True:\n    subprocess.Popen(['sleep', '100'])"
+    # Each attack marks its processes (a name, a sleep length) so that sandboxes of tests running
+    # beside this one on other workers, as the same user, are not counted as leftovers.
+    name = f"gl{uuid.uuid4().hex[:12]}"
+    seconds = f"1000.{uuid.uuid4().int % 10**9}"
+    rename = f"import ctypes\nctypes.CDLL(None).prctl(15, b'{name}', 0, 0, 0)"
+    named = ["assert open('/proc/self/comm').read().strip() == %r" % name]
+    assert score_one(reward, rename, tests=named) == 1.0  # the mark holds inside the sandbox
+    forker = rename + "\nimport os\nwhile True:\n    os.fork()"
+    assert score_one(reward, forker) == 0.0
+    spawner = f"import subprocess\nwhile True:\n    subprocess.Popen(['sleep', '{seconds}'])"
     assert score_one(reward, spawner) == 0.0
     assert score_one(reward, "import multiprocessing") == 0.0
-    assert _processes_of(resolve_isolation().uid) <= before
+    assert _processes_marked(name, seconds) == []
 
 
 def test_huge_output_scores_zero_quickly(reward):
@@ -215,14 +222,16 @@ def test_a_group_runs_in_parallel(reward):
     assert elapsed < 2 * TIMEOUT_S + 2  # two slow ones side by side, not one after the other
 
 
-def _processes_of(uid):
-    if uid is None:
-        return 0
-    count = 0
+def _processes_marked(name, argument):
+    found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
-            with open(f"/proc/{pid}/status") as f:
-                count += any(line.startswith("Uid:") and line.split()[1] == str(uid) for line in f)
+            with open(f"/proc/{pid}/comm") as f:
+                comm = f.read().strip()
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                args = f.read().decode(errors="replace").split("\0")
         except OSError:
-            pass
-    return count
+            continue
+        if comm == name or argument in args:
+            found.append((pid, comm, args))
+    return found
