@@ -126,22 +126,35 @@ def column_config(columns, formats: dict[str, str] | None = None, labels: dict[s
 
 
 def pick_run(key: str, label: str | None = None, runs: list[RunInfo] | None = None) -> RunInfo | None:
-    """A run selector that starts on the run last opened anywhere (or ?run= in the URL)."""
+    """A run selector on the run the address names (?run=), else the run last opened anywhere.
+
+    The address is the one truth: a pick writes it in the selector's callback, before the page runs,
+    so a rerun for any other reason (a language switch, a refresh) cannot fall back to another run.
+    """
     runs = data.runs() if runs is None else runs
     names = [r.name for r in runs]
     if not names:
         st.info(t("ui.no_runs"))
         return None
-    wanted = st.query_params.get("run") or st.session_state.get(SELECTED)
     key = per_language(key)  # the shown state is translated
-    if st.session_state.get(key) not in names:
+    linked = st.query_params.get("run")
+    if linked in names:
+        st.session_state[key] = linked
+    elif st.session_state.get(key) not in names:
+        wanted = st.session_state.get(SELECTED)
         st.session_state[key] = wanted if wanted in names else names[0]
     shown = {r.name: f"{r.name}  ·  {state_label(r.state)}" for r in runs}
-    name = st.selectbox(label or t("run.pick"), names, key=key, format_func=shown.get)
+    name = st.selectbox(label or t("run.pick"), names, key=key, format_func=shown.get,
+                        on_change=address_follows, args=(key,))
     st.session_state[SELECTED] = name
-    if st.query_params.get("run") != name:
+    if linked != name:
         st.query_params["run"] = name  # the address names the run: reload and share keep it
     return next(r for r in runs if r.name == name)
+
+
+def address_follows(key: str) -> None:
+    """A run picker's callback: the address names the run just picked."""
+    st.query_params["run"] = st.session_state[key]
 
 
 def x_names() -> dict[str, str]:

@@ -16,6 +16,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 import urllib.request
 from pathlib import Path
 
@@ -160,12 +161,21 @@ def page_failed_marks() -> list[str]:
     return [literal("ui.page_failed", code) for code in ("en", "zh")]
 
 
-def assert_page_whole(page, chinese: bool = False) -> None:
-    """No exception box, no 'page hit a problem' line, and in Chinese no English left over."""
-    assert page.locator(EXCEPTION).count() == 0, page.locator(EXCEPTION).first.inner_text()
-    text = main_text(page)
-    failed = [m for m in page_failed_marks() if m in text]
-    assert not failed, text[:2000]
-    if chinese:
-        english = [p for p in english_only_phrases() if p in text]
-        assert not english, f"English in the Chinese page: {english}"
+def assert_page_whole(page, chinese: bool = False, settle_s: float = 10.0) -> None:
+    """No exception box, no 'page hit a problem' line, and in Chinese no English left over.
+
+    A language switch can rerun the page once more (a widget refilled from the address, a picker's
+    new key): until that run ends, elements of the English draw may stand. English is an error only
+    if it is still there `settle_s` later, with the page idle."""
+    deadline = time.monotonic() + settle_s
+    while True:
+        assert page.locator(EXCEPTION).count() == 0, page.locator(EXCEPTION).first.inner_text()
+        text = main_text(page)
+        failed = [m for m in page_failed_marks() if m in text]
+        assert not failed, text[:2000]
+        english = [p for p in english_only_phrases() if p in text] if chinese else []
+        if not english:
+            return
+        assert time.monotonic() < deadline, f"English in the Chinese page: {english}"
+        page.wait_for_timeout(500)
+        wait_idle(page)

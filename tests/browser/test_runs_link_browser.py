@@ -4,6 +4,8 @@ the labeler after switching to Chinese. Runs written with the run-directory writ
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -62,14 +64,21 @@ def test_the_labeler_from_the_address_stays_after_switching_to_chinese(link_serv
     to_chinese(page, "组查看")
     expect(page.get_by_label("你的名字（打分人）")).to_have_value("ann", timeout=WAIT)
     assert "labeler=ann" in page.url
-    # the refilled name writes the address, and that reruns the page once more after the switch: the
-    # English elements of the first draw can stand until that run ends, so the page is checked once it has
-    for attempt in range(20):
-        wait_idle(page)
-        try:
-            assert_page_whole(page, chinese=True)
-            break
-        except AssertionError:
-            if attempt == 19:
-                raise
-            page.wait_for_timeout(500)
+    assert_page_whole(page, chinese=True)  # waits out the rerun that the refilled name's address causes
+
+
+@pytest.mark.parametrize("path, heading", [("live", "实时监控"), ("groups", "组查看"), ("prompt", "提示词历史")])
+def test_a_run_picked_over_a_link_stays_picked_and_survives_the_language_switch(link_server, page, path, heading):
+    url, _ = link_server
+    page.goto(f"{url}/{path}?run=k1")
+    wait_idle(page)
+    picker = page.get_by_role("combobox", name="Run", exact=True)
+    expect(picker).to_have_value(re.compile(r"^k1\b"), timeout=WAIT)
+    picker.click()
+    page.get_by_role("option", name=re.compile(r"^k0\b")).click()
+    wait_idle(page)
+    expect(picker).to_have_value(re.compile(r"^k0\b"), timeout=WAIT)  # the old address did not win it back
+    expect(page).to_have_url(re.compile(r"run=k0\b"), timeout=WAIT)
+    to_chinese(page, heading)
+    expect(page.get_by_role("combobox", name="训练运行", exact=True)).to_have_value(re.compile(r"^k0\b"), timeout=WAIT)
+    assert "run=k0" in page.url

@@ -231,9 +231,8 @@ def render(was_active: bool) -> None:
         st.caption(t("runs.no_match"))
         return
     linked = st.query_params.get("run")  # a link to /?run=NAME opens on that run, as Live and Groups do
-    if linked in matching["name"].tolist() and linked != st.session_state.get("runs_pick_linked"):
-        st.session_state["runs_pick"] = linked
-    st.session_state["runs_pick_linked"] = linked
+    if linked in matching["name"].tolist():
+        st.session_state["runs_pick"] = linked  # the address is the truth: a pick writes it first
     picked = st.session_state.get("runs_table", {}).get("selection", {}).get("rows", [])
     if picked and picked[0] < len(names) and picked != st.session_state.get("runs_table_applied"):
         st.session_state["runs_pick"] = names[picked[0]]  # a new click in the table
@@ -245,7 +244,9 @@ def render(was_active: bool) -> None:
         wanted = st.session_state.get(ui.SELECTED)
         st.session_state["runs_pick"] = wanted if wanted in names else names[0]
     st.subheader(t("runs.selected"))
-    name = st.selectbox(t("run.pick"), names, key="runs_pick", label_visibility="collapsed")
-    if "run" in st.query_params and st.query_params.get("run") != name:  # opened by a link: the address
-        st.query_params["run"] = st.session_state["runs_pick_linked"] = name  # follows the pick (reload keeps it)
+    follow = "run" in st.query_params  # opened by a link: the address follows the pick (reload keeps it)
+    name = st.selectbox(t("run.pick"), names, key="runs_pick", label_visibility="collapsed",
+                        on_change=ui.address_follows if follow else None, args=("runs_pick",))
+    if follow and linked != name:
+        st.query_params["run"] = name
     actions(name, runs, pending)
