@@ -70,7 +70,7 @@ TABLES: dict[str, Table] = {
         Metric(('ratio/mean', 'ratio/min', 'ratio/max'),
                'ratio', 'pi_theta / pi_old per token, every pass'),
         Metric(('kl/mean',),
-               'nats', 'per-token k3 KL to the reference, mean over tokens of every pass (absent when beta = 0: no reference, not measured)',
+               'nats', 'per-token k3 KL to the reference, mean over tokens of every pass (absent when beta = 0 without measure_kl: no reference, not measured)',
                bounds=(0.0, None)),  # k3 = e^x - x - 1 >= 0 for every token
         Metric(('entropy/mean',),
                'nats', 'entropy of the sampling policy per completion token', bounds=(0.0, None)),
@@ -97,7 +97,7 @@ TABLES: dict[str, Table] = {
         Metric(('time/old_logp_s',),
                's', "the no-grad forward for pi_old (PPO: and V_old); 0 with `passes 1` and `minibatches 1`, where GRPO takes pi_old from the update's own forward"),
         Metric(('time/ref_s',),
-               's', "the reference model's forward (0 when beta = 0)"),
+               's', "the reference model's forward (0 when beta = 0 without measure_kl: no reference)"),
         Metric(('time/update_s',),
                's', 'forward, backward and optimizer step of every pass and minibatch'),
         Metric(('time/log_s',),

@@ -159,14 +159,18 @@ def band(long: pd.DataFrame, x: str = "step", bounds: Bounds = (None, None)) -> 
 
 def unmeasured(config: dict | None) -> set[str]:
     """The scalars a run with this config did not measure, whatever it logged: KL without a reference
-    model (beta 0: none is loaded; runs before schema 3's fix logged such KL as 0). Readers drop
-    them (NaN), so a chart, a summary or a verdict never reads "not measured" as 0.
+    model (beta 0: none is loaded, unless measure_kl asked for one; runs before schema 3's fix logged
+    such KL as 0). Readers drop them (NaN), so a chart, a summary or a verdict never reads "not
+    measured" as 0.
 
     >>> sorted(unmeasured({"beta": 0})), sorted(unmeasured({"beta": 0.04})), sorted(unmeasured(None))
     (['kl/mean'], [], [])
+    >>> sorted(unmeasured({"beta": 0, "measure_kl": True}))
+    []
     """
     beta = (config or {}).get("beta")
-    return {"kl/mean"} if isinstance(beta, (int, float)) and not isinstance(beta, bool) and beta == 0 else set()
+    zero = isinstance(beta, (int, float)) and not isinstance(beta, bool) and beta == 0
+    return {"kl/mean"} if zero and (config or {}).get("measure_kl") is not True else set()
 
 
 def measured(values) -> bool:

@@ -75,7 +75,9 @@ def ppo_advantages(c: Components, batch: Batch, old_values: torch.Tensor) -> Tok
     train_mask = mask * (~torch.isnan(totals)).to(c.device, mask.dtype)[:, None]
     folded_kl = (kl_per_token(batch.old_logp, batch.ref_logp, cfg.kl_estimator) if batch.ref_logp is not None
                  else torch.zeros_like(batch.old_logp)) * mask
-    token_rewards = -cfg.beta * folded_kl
+    # beta 0 with measure_kl: the KL is measured (kl/folded) but never in the rewards, not even as 0 * KL
+    # (0 * inf is NaN where k3 overflows)
+    token_rewards = -cfg.beta * (folded_kl if cfg.beta > 0 else torch.zeros_like(folded_kl))
     last_token = (batch.rollout.lengths - 1).clamp(min=0)
     token_rewards[torch.arange(len(last_token), device=last_token.device), last_token] += \
         torch.nan_to_num(totals, nan=0.0).to(c.device)

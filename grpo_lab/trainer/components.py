@@ -27,7 +27,7 @@ class Components:
     device: torch.device
     policy: torch.nn.Module
     tokenizer: Any
-    reference: torch.nn.Module | None  # None when beta == 0: no reference model is loaded
+    reference: torch.nn.Module | None  # None when beta == 0 without measure_kl: no reference model is loaded
     optimizer: torch.optim.Optimizer
     task: Task
     reward_fns: dict[str, tuple[Callable, float]]

@@ -172,8 +172,12 @@ class Config:
                           bounds=Bounds(0, 10, low_open=True))
     epsilon_high: float | None = _opt(None, "Separate upper clip (1+epsilon_high), as DAPO; default: epsilon.",
                                       bounds=Bounds(0, 10, low_open=True))
-    beta: float = _opt(0.04, "Weight of the KL penalty to the frozen reference (0: no reference model is loaded).",
+    beta: float = _opt(0.04, "Weight of the KL penalty to the frozen reference (0: no reference model is loaded, "
+                       "unless measure_kl).",
                        bounds=Bounds(0, 1000))
+    measure_kl: bool = _opt(False, "With beta 0: load the frozen reference anyway and log the KL to it (kl/mean, "
+                            "samples' kl_mean; k3, as beta > 0 logs it), with no KL term in the loss. Costs the "
+                            "reference's memory and one forward a step. With beta > 0 KL is measured anyway.")
     std_mode: str = _opt("group", "Advantage scale: group (1/G std, the chapter), sample (N-1, TRL/verl), batch (group "
                          "mean, std of the whole step's rewards), none (centre only, Dr. GRPO).", choices=STD_MODES)
     loss_aggregation: str = _opt("sequence", "sequence: mean per response then over responses (the chapter); token: one "
@@ -308,6 +312,11 @@ class Config:
                         raise ConfigError(f"{name}: {reward}: a mapping of parameter names to values, "
                                           f"got {type(params).__name__}")
                 setattr(self, name, {k: value.get(k, {}) | given.get(k, {}) for k in value | given})
+
+    @property
+    def loads_reference(self) -> bool:
+        """Whether the frozen reference is loaded: for the KL penalty (beta > 0), or only to measure KL (measure_kl)."""
+        return self.beta > 0 or self.measure_kl
 
     @property
     def run_dir(self) -> Path:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from grpo_lab.objective.functions import grpo_loss, masked_mean
+from grpo_lab.objective.functions import grpo_loss, kl_k3, masked_mean
 from grpo_lab.trainer.advantages import GroupStep, grpo_advantages
 from grpo_lab.trainer.batch import Batch
 from grpo_lab.trainer.components import Components
@@ -114,9 +114,20 @@ def grpo_updates(c: Components, batch: Batch, adv: GroupStep, *, reuse_first_pas
                 (grad_norm,), stepped = optimizer_step(c, out.loss, [c.policy.parameters()], scale=scale)
             if not stepped:
                 return done
-            done.stats.add(out.ratio, out.kl, out.clipped_low, out.clipped_high, batch.mask[idx])
+            kl = out.kl if cfg.beta > 0 else measured_kl(logp, batch.ref_logp, idx)
+            done.stats.add(out.ratio, kl, out.clipped_low, out.clipped_high, batch.mask[idx])
             done.updates.add(out.loss.item() * scale, out.policy_loss.item() * scale, grad_norm)
             done.bonuses.append(cfg.entropy_coef * out.entropy.item() * scale)
-            done.last.record(idx, logp=logp, ratio=out.ratio, kl=out.kl, clipped_low=out.clipped_low,
+            done.last.record(idx, logp=logp, ratio=out.ratio, kl=kl, clipped_low=out.clipped_low,
                              clipped_high=out.clipped_high)
     return done
+
+
+def measured_kl(logp: torch.Tensor, ref_logp: torch.Tensor | None, idx: torch.Tensor) -> torch.Tensor:
+    """KL to the reference as beta > 0 logs it (k3 per token, this update's policy) for a beta 0 run,
+    whose grpo_loss leaves KL out (zeros): with measure_kl the reference is loaded and the KL is
+    measured here, off the gradient; without one, zeros (records.py then logs no KL at all)."""
+    if ref_logp is None:
+        return torch.zeros_like(logp)
+    with torch.no_grad():
+        return kl_k3(logp, ref_logp[idx])

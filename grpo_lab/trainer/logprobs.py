@@ -1,6 +1,9 @@
 """Stage 4 of a step: pi_old's and the reference's log-probabilities of the batch, taken once, before
 any update, by the same forward pass the updates use (rollout.token_logprobs): the first pass then
 sees ratio 1 exactly.
+
+The reference is there when beta > 0 (the KL penalty) or when measure_kl asks for KL with beta 0:
+then its log-probabilities only feed the logged KL (grpo.py, ppo.py), never the loss.
 """
 
 from __future__ import annotations

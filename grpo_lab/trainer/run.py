@@ -222,7 +222,7 @@ def prepare(cfg: Config, d: Dist | None = None) -> tuple[Components, RunPaths, S
             if d.writer:
                 checkpoint.save(paths.checkpoints, -1, {"model": policy})
         d.sync_weights(policy)  # several processes start from rank 0's weights
-        reference = frozen_copy(policy) if cfg.beta > 0 else None
+        reference = frozen_copy(policy) if cfg.loads_reference else None  # beta 0 alone: none, and its memory saved
         value_model = None
         if cfg.algo == "ppo":
             from grpo_lab.trainer.value import build_value_model  # noqa: PLC0415 - only PPO has a value model
