@@ -26,7 +26,7 @@ def timed_run(runs_dir: str, name: str, measure_kl: bool, args: argparse.Namespa
     """(time/step_s of each step after the first, time/ref_s of each, the reference's bytes: 0 without one)."""
     from grpo_lab.trainer.config import from_dict
     from grpo_lab.trainer.grpo import grpo_step
-    from grpo_lab.trainer.run import prepare
+    from grpo_lab.trainer.run import prepare, release
 
     cfg = from_dict({"beta": 0, "measure_kl": measure_kl, "sft_steps": 0, "logging": "off", "passes": args.passes,
                      "prompts_per_step": args.prompts, "group_size": args.group_size, "device": "cpu",
@@ -44,11 +44,7 @@ def timed_run(runs_dir: str, name: str, measure_kl: bool, args: argparse.Namespa
         size = sum(p.numel() * p.element_size() for p in ref.parameters()) if ref is not None else 0
         return steps, refs, size
     finally:
-        comps.writer.close()
-        for handler in comps.log.handlers:
-            handler.close()
-        comps.log.handlers.clear()
-        comps.lock.release()
+        release(comps)
 
 
 def main() -> None:

@@ -17,7 +17,7 @@ from safetensors.torch import load_file
 from app_helpers import open_page
 from grpo_lab.dashboard.launching import launcher
 from grpo_lab.trainer.config import from_dict, load_config
-from grpo_lab.trainer.run import prepare, train
+from grpo_lab.trainer.run import prepare, release, train
 from trainer_helpers import read_table
 
 STEPS = 3
@@ -87,11 +87,7 @@ def test_without_it_no_reference_is_loaded(tmp_path):
             if loaded:
                 assert not any(p.requires_grad for p in comps.reference.parameters())
         finally:
-            comps.writer.close()
-            for handler in comps.log.handlers:
-                handler.close()
-            comps.log.handlers.clear()
-            comps.lock.release()
+            release(comps)
     assert load_config(["--beta", "0", "--measure-kl"]).measure_kl is True
     assert load_config(["--beta", "0"]).measure_kl is False
 

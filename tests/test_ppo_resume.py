@@ -4,7 +4,7 @@ import torch
 from safetensors.torch import load_file
 
 from grpo_lab.trainer.config import from_dict
-from grpo_lab.trainer.run import prepare, train
+from grpo_lab.trainer.run import prepare, release, train
 
 
 def test_resume_restores_the_value_model(tmp_path):
@@ -24,7 +24,4 @@ def test_resume_restores_the_value_model(tmp_path):
         for name, tensor in saved.items():
             assert torch.equal(restored[name], tensor), name
     finally:
-        comps.writer.close()
-        for handler in comps.log.handlers:
-            handler.close()
-        comps.log.handlers.clear()
+        release(comps)

@@ -170,6 +170,15 @@ def disk_note(paths: RunPaths, exc: BaseException, error: str) -> tuple[str, boo
     return (f"{error} ({full})" if full and NO_SPACE not in error else error), bool(full)
 
 
+def release(comps: Components) -> None:
+    """Undo `prepare` for a caller that stepped the components itself (a benchmark, a test): the
+    writer's last rows, the log's files and the run's lock."""
+    comps.writer.close()
+    close_log(comps.log)
+    if comps.lock is not None:
+        comps.lock.release()
+
+
 def prepare(cfg: Config, d: Dist | None = None) -> tuple[Components, RunPaths, StatusFile, int]:
     """Refusable checks first, then the run directory. Returns (components, paths, status, first step).
 
