@@ -37,6 +37,7 @@ test: $(STAMP) system-deps
 
 # The loop while working: pure functions, the objective, rewards, readers and the pages whose fixtures
 # start no trainer (tests marked slow, browser or smollm2 are left out; see pytest.ini). CI runs `make test`.
+# Two workers: these tests are CPU-bound (no trainer to wait on), one a core.
 test-fast: $(STAMP)
 	$(PY) -m pip install -q -r requirements-trl.txt
-	$(PY) -m pytest -q -m "not slow and not browser and not smollm2"
+	$(PY) -m pytest -q -n 2 --dist loadgroup --no-loadscope-reorder -m "not slow and not browser and not smollm2"

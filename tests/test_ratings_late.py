@@ -18,6 +18,7 @@ from grpo_lab.rewards import context
 from grpo_lab.rundir import labels
 from grpo_lab.rundir.status import StatusFile, read_status
 from labels_helpers import fake_run
+from trainer_helpers import SMALL, read_table, run_trainer
 
 
 def test_the_default_waits_for_every_group_and_says_so_in_status(tmp_path, monkeypatch):
@@ -129,3 +130,17 @@ def test_a_run_waiting_on_its_first_step_shows_one_calm_line(app, tmp_path, monk
         assert len(at.info) == 1 and ("step 1" in texts(at.info) or "第 1 步" in texts(at.info))
         assert "`i=1` two" in texts(at.markdown)
 
+
+
+def test_a_run_nobody_rates_goes_on_after_the_wait_with_a_warning(tmp_path):
+    """The page says the trainer goes on after wait_s with what is rated: nobody rating is a warning of
+    the run doctor, not a critical stop (a person stepped away; no reward is broken)."""
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps({"rewards": {"human": 1.0}, "reward_params": {"human": {"wait_s": 0.5}}}))
+    result = run_trainer(tmp_path, "away", *SMALL, "--max-steps", "2", "--sft-steps", "1", "--flush-seconds", "0",
+                         "--config", str(config))
+    events = read_table(tmp_path / "away", "events")
+    assert set(events["kind"]) == {"ratings_missing"} and set(events["severity"]) == {"warning"}, events
+    status = read_status(tmp_path / "away" / "status.json")
+    assert status["step"] == 2, status  # both steps ran: no stop at the first
+    assert result.returncode == 1 and "no reward" in status["error"], result.stderr[-2000:]  # never scored at all

@@ -74,6 +74,21 @@ def test_entropy_explosion_is_a_rise_to_noise_not_an_untrained_start():
     assert kinds(d.check(2, {**HEALTHY, "entropy/mean": near_uniform})) == ["entropy_explosion"]
 
 
+def test_a_step_nobody_rated_in_time_is_a_warning_that_does_not_stop_the_run():
+    """The human reward's wait ended with no group rated: the page promised the run goes on, so it does
+    (a warning); the same NaN mean without the wait, or with a failing reward, stays critical."""
+    unrated = {**HEALTHY, "reward/mean": math.nan, "rewards/human/none_frac": 1.0, "rewards/human/errors": 0.0,
+               "rewards/log/human_wait_s": 300.0}
+    found = make().check(2, unrated)
+    assert kinds(found) == ["ratings_missing"] and found[0].severity == "warning"
+    assert "300 s" in found[0].message and "wait_s" in found[0].suggestion
+    assert not stops(found[0], "critical")
+    no_wait = {k: v for k, v in unrated.items() if k != "rewards/log/human_wait_s"}
+    assert [(f.kind, f.severity) for f in make().check(2, no_wait)] == [("reward_unscored", "critical")]
+    failing = {**unrated, "rewards/human/errors": 3.0}
+    assert "ratings_missing" not in kinds(make().check(2, failing))
+
+
 def test_a_pretrained_model_with_the_demo_learning_rate_is_told_the_fix():
     d = make(pretrained=True, lr=2e-3)
     found = d.check(1, {**HEALTHY, "kl/mean": 1.8e14, "grad/norm": 2.4e15})

@@ -80,3 +80,18 @@ def test_a_dead_trainers_phase_is_not_shown(app, runs):
     assert read_status(runs / "warming" / "status.json")["phase"] is None
     assert "warm start" not in progress_texts(app("live", "warming"))
     assert texts(app("live", "warming").metric)  # the page still draws (a failed run)
+
+
+@pytest.mark.parametrize("state, warned", [("starting", False), ("running", False), ("failed", True)])
+def test_no_table_yet_is_calm_while_the_run_warms_up_and_a_warning_after(app, runs, state, warned):
+    """A run still warming up (or waiting for ratings) has written no scalars: Live says so in its one
+    calm line, without the yellow 'table scalars is missing' warning; a run that ended without any
+    still gets it."""
+    fresh = runs / "fresh"
+    fresh.mkdir()
+    (fresh / "config.json").write_text(json.dumps({"name": "fresh", "algo": "grpo", "model": "tiny", "max_steps": 5}))
+    (fresh / "status.json").write_text(json.dumps({"state": state, "step": 0, "total_steps": 5, "name": "fresh",
+                                                   "pid": os.getpid()}))
+    at = app("live", "fresh")
+    assert "No step has been logged yet" in texts(at.info)
+    assert ("table 'scalars'" in texts(at.warning)) == warned, texts(at.warning)

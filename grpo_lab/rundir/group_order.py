@@ -54,6 +54,7 @@ FINDING_METRICS = {
     "entropy_collapse": "entropy/mean", "entropy_explosion": "entropy/mean", "reward_constant": "reward/std",
     "no_signal": "groups/frac_zero_std", "all_truncated": "completion/truncated_frac",
     "degenerate_text": "completion/repetitive_frac", "reward_failed": "reward/mean", "reward_unscored": "reward/mean",
+    "ratings_missing": "reward/mean",
 }
 
 _BY_METRIC = {name: o.key for o in ORDERS.values() for name in o.metrics}

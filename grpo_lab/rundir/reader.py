@@ -227,6 +227,12 @@ def part_identity(path: Path) -> tuple | None:
     return (path.name, st.st_size, st.st_mtime_ns, st.st_ino)
 
 
+def not_yet(problem: str) -> bool:
+    """Whether a problem line of `table_parts` only says the table has not been written yet: normal
+    for a run still warming up or waiting (a reader may say so calmly rather than warn)."""
+    return problem.startswith("table ") and problem.endswith(("does not exist yet)", "has no data yet"))
+
+
 def table_parts(run_dir: Path, table: str) -> tuple[list[Path], list[str]]:
     """Visible parts of a table, and a problem line when the table is missing or empty."""
     folder = RunPaths(Path(run_dir)).table(table)

@@ -144,7 +144,8 @@ def reward_failures(m: dict[str, float], notes: dict[str, str]) -> list[tuple[st
 
     reward_failed: a reward scored no completion of the step and failed on some (raised, or
     returned no usable score); the first failure's message, and when its signature did not take
-    the call, the fix. reward_unscored: no reward scored any completion (reward/mean NaN)."""
+    the call, the fix. reward_unscored: no reward scored any completion (reward/mean NaN).
+    ratings_missing (a warning): the same, because nobody rated the step within the human reward's wait."""
     out = []
     failed = [key[len("rewards/"):-len("/none_frac")] for key in m
               if key.startswith("rewards/") and key.endswith("/none_frac") and not key.startswith("rewards/log/")]
@@ -164,7 +165,13 @@ def reward_failures(m: dict[str, float], notes: dict[str, str]) -> list[tuple[st
                           "reward reads dataset columns by name (e.g. solution): the task must have them")
         out.append(("reward_failed", "critical", message, suggestion))
     mean = m.get("reward/mean", 0.0)
-    if isinstance(mean, float) and math.isnan(mean):
+    waited = m.get("rewards/log/human_wait_s")
+    if isinstance(mean, float) and math.isnan(mean) and waited is not None and not failed:
+        # a person who did not rate in time is not a broken reward: the run goes on, as the page said
+        out.append(("ratings_missing", "warning", f"no group of the step was rated within the wait ({waited:.0f} s): "
+                    "the step went on with no learning signal", "rate the groups on the Groups page while the "
+                    "trainer waits for them; reward_params.human.wait_s sets how long it waits"))
+    elif isinstance(mean, float) and math.isnan(mean):
         out.append(("reward_unscored", "critical", "no completion of the step was scored (reward/mean NaN): the "
                     "update had no learning signal", "a reward that fails or returns None for every completion; "
                     "see the reward's errors in train.log and its column on the Groups page"))

@@ -31,6 +31,10 @@ def late_server(tmp_path_factory):
         config = json.loads((run / "config.json").read_text())
         (run / "config.json").write_text(json.dumps({**config, "rewards": {"human": 1.0}}))
         labels.close_step(run, 2, 1.0)  # the trainer scored step 2 long ago; the run has ended
+    last = fake_run(runs, "hitl-last", steps=1, groups=1, completion=lambda step, group, i: f"only {i}")
+    config = json.loads((last / "config.json").read_text())
+    (last / "config.json").write_text(json.dumps({**config, "rewards": {"human": 1.0}}))
+    labels.close_step(last, 1, 1.0)
     first = runs / "first"
     first.mkdir()
     (first / "config.json").write_text(json.dumps({"name": "first", "algo": "grpo", "group_size": 2, "model": "tiny",
@@ -62,6 +66,21 @@ def test_a_rating_of_a_trained_step_is_said_late_before_and_after(late_server, p
     expect(page.get_by_text(after, exact=False).first).to_be_visible()
     rated = labels.read(runs / name)
     assert len(rated) == 4 and labels.late(rated, runs / name).all()  # kept, and marked late
+
+
+def test_the_last_late_rating_keeps_its_confirmation(late_server, page):
+    """Rating the run's last unrated group (late) says both: the rating is late, and nothing is left
+    to rate (that line once replaced the confirmation)."""
+    url, runs = late_server
+    page.goto(f"{url}/groups?run=hitl-last&labeler=bo")
+    wait_idle(page)
+    page.get_by_label(locale("en")["rating.keys"].split("{n}")[0], exact=False).click()
+    page.keyboard.type("1011")
+    page.keyboard.press("Enter")
+    saved = page.locator("[data-testid=stAlertContentSuccess]")
+    expect(saved.filter(has_text=locale("en")["rating_late.saved_late"].split("{step}")[0])).to_be_visible()
+    expect(saved.filter(has_text=locale("en")["rating.all_done"])).to_be_visible()
+    assert len(labels.read(runs / "hitl-last")) == 4
 
 
 def test_a_run_waiting_on_its_first_step_is_calm_and_readable(late_server, page):

@@ -20,6 +20,7 @@ from grpo_lab.dashboard.views import (charts, curve_link, groups_order, loss_not
                                      series)
 from grpo_lab.dashboard.i18n import t
 from grpo_lab.rundir import group_order
+from grpo_lab.rundir import reader
 from grpo_lab.rundir.reader import run_path, table_parts
 
 
@@ -150,7 +151,8 @@ def render(run: str, x_mode: str, smoothing: float, extra: list[str], was_active
     header(info, frame)
     doctor_banner(run, info)
     rating.waiting_notice(info)  # the `human` reward: the trainer waits for a person's ratings
-    ui.warn(info.problems + frame.problems)
+    early = frame.df.empty and info.state in data.ACTIVE_STATES  # warming up or waiting: no table yet is normal
+    ui.warn(info.problems + [p for p in frame.problems if not (early and reader.not_yet(p))])
     if frame.df.empty:
         st.info(t("live.no_steps"))
         return

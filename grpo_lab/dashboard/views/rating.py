@@ -254,8 +254,14 @@ def _next_unrated(info: RunInfo, who: str, current: tuple[int, int]) -> None:
     later = [g for g in todo if g > current] or todo
     if later:
         go_to(*later[0])
-    else:
-        st.session_state["rating_saved"] = t("rating.all_done")
+        return
+    # nothing logged is left to rate: said after the saved message (which says whether the rating counted),
+    # and while the trainer waits, its step's groups are still to rate (not yet logged, at the page's top)
+    waiting = active_wait(info)
+    done = t("rating_late.waits_on", step=waiting["step"]) if waiting is not None else t("rating.all_done")
+    saved = st.session_state.get("rating_saved", "")
+    if done not in saved:
+        st.session_state["rating_saved"] = f"{saved} {done}".strip()
 
 
 def show(info: RunInfo, target: tuple[int, int], group: pd.DataFrame) -> None:
