@@ -38,16 +38,18 @@ def _source(obj) -> str:
 
 
 def _calls(item: pytest.Item, pattern: re.Pattern) -> bool:
-    """Whether the test's own code, a fixture it uses, or a function of its module that it calls matches."""
-    own = _source(getattr(item, "function", None))
-    if pattern.search(own):
-        return True
+    """Whether the test's own code, a fixture it uses, a function given as its parameter, or a function
+    of its module that any of these calls matches."""
     defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {}) or {}
-    if any(pattern.search(_source(d.func)) for fixturedefs in defs.values() for d in fixturedefs):
+    params = getattr(getattr(item, "callspec", None), "params", {}).values()
+    sources = [_source(getattr(item, "function", None)), *(_source(d.func) for fds in defs.values() for d in fds),
+               *(_source(p) for p in params if inspect.isfunction(p))]
+    if any(pattern.search(text) for text in sources):
         return True
     module = getattr(item, "module", None)
     helpers = [obj for name, obj in vars(module).items() if inspect.isfunction(obj) and not name.startswith("test_")
-               and getattr(obj, "__module__", None) == module.__name__ and re.search(rf"\b{name}\(", own)] if module else []
+               and getattr(obj, "__module__", None) == module.__name__
+               and any(re.search(rf"\b{name}\(", text) for text in sources)] if module else []
     return any(pattern.search(_source(f)) for f in helpers)
 
 
