@@ -85,6 +85,9 @@ def test_the_token_view_colours_the_models_tokens_only(tool_server, page, lang):
     if lang == "zh":
         to_chinese(page, words["heading"])
     expect(page.locator(".grpo-tokens")).to_have_count(2, timeout=60_000)  # the group's two rollouts
+    # the first chip is the model's: its hover in this language once the switch's last run has drawn
+    expect(page.locator(".grpo-tokens > span").first).to_have_attribute("title", re.compile(re.escape(words["ratio"])),
+                                                                         timeout=60_000)
     shown = chips(page)
     sources = [source for _, source in TOKENS] * 2
     assert len(shown) == len(sources), shown
