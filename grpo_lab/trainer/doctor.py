@@ -166,12 +166,13 @@ def reward_failures(m: dict[str, float], notes: dict[str, str]) -> list[tuple[st
         out.append(("reward_failed", "critical", message, suggestion))
     mean = m.get("reward/mean", 0.0)
     waited = m.get("rewards/log/human_wait_s")
-    if isinstance(mean, float) and math.isnan(mean) and waited is not None and not failed:
-        # a person who did not rate in time is not a broken reward: the run goes on, as the page said
+    if not (isinstance(mean, float) and math.isnan(mean)):
+        return out
+    if waited is not None and not failed:  # a person who did not rate in time: the run goes on, as the page said
         out.append(("ratings_missing", "warning", f"no group of the step was rated within the wait ({waited:.0f} s): "
                     "the step went on with no learning signal", "rate the groups on the Groups page while the "
                     "trainer waits for them; reward_params.human.wait_s sets how long it waits"))
-    elif isinstance(mean, float) and math.isnan(mean):
+    else:
         out.append(("reward_unscored", "critical", "no completion of the step was scored (reward/mean NaN): the "
                     "update had no learning signal", "a reward that fails or returns None for every completion; "
                     "see the reward's errors in train.log and its column on the Groups page"))
