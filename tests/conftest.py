@@ -25,7 +25,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 # What makes a test slow: it starts the trainer, torchrun, a browser or a package build. A test is
 # marked `slow` when its own code, a fixture it uses, or a function of its module that it calls names
 # one of these (so new tests are sorted without a list to keep). `make test-fast` leaves them out.
-SLOW_CALLS = re.compile(r"\b(run_trainer|start_trainer|tiny_run|trainer_cmd|torch\.distributed\.run|torchrun|"
+SLOW_CALLS = re.compile(r"\b(run_trainer|start_trainer|tiny_run|trainer_cmd|train\(from_dict|torch\.distributed\.run|torchrun|"
                         r"sync_playwright|streamlit_server|build_wheel|pip\b.*\bwheel|grpo_lab\.trainer\b\W+-|"
                         r"on_a_small_disk|launcher\.(launch|resume|start_queued)\(|grpo_lab\.sweep\b)")
 
