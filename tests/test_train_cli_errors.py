@@ -84,3 +84,18 @@ def test_help_documents_every_option():
     assert result.returncode == 0
     for f in fields(Config):
         assert "--" + f.name.replace("_", "-") in result.stdout
+
+
+@pytest.mark.parametrize("args", [["--group-size", "1"], ["--model", "./no/such/model"],
+                                  ["--rewards", "no_such_reward=1"], ["--std-mode", "median"]])
+def test_a_refusal_comes_before_torch_loads(tmp_path, args):
+    """Bad options are refused in a tenth of a second, not after the 4-5 s that torch and transformers
+    take to import (every refused launch from the form or a sweep would pay them)."""
+    import subprocess
+    import sys
+
+    probe = ("import sys\nfrom grpo_lab.trainer.__main__ import main\n"
+             f"code = main({['--runs-dir', str(tmp_path), '--name', 'bad', *args]!r})\n"
+             "print(code, 'torch' in sys.modules, 'transformers' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert result.stdout.split() == ["2", "False", "False"], result.stdout + result.stderr

@@ -37,6 +37,15 @@ def available() -> list[str]:
     return sorted(_REGISTRY)
 
 
+def check_name(name: str) -> None:
+    """A ValueError unless `name` is registered or names a function (module:function); imports nothing."""
+    if ":" not in name and name not in _REGISTRY:
+        raise ValueError(
+            f"unknown reward {name!r}; registered rewards: {', '.join(available())}"
+            " (or name a function as 'package.module:function')"
+        )
+
+
 def build(name: str, **params) -> Reward:
     """A configured reward: a registry name, or `package.module:function` for a user function.
 
@@ -48,11 +57,7 @@ def build(name: str, **params) -> Reward:
         raise ValueError(f"reward name must be a non-empty string, got {name!r}")
     if ":" in name:
         return _build_user_function(name, params)
-    if name not in _REGISTRY:
-        raise ValueError(
-            f"unknown reward {name!r}; registered rewards: {', '.join(available())}"
-            " (or name a function as 'package.module:function')"
-        )
+    check_name(name)
     factory = _resolve(_REGISTRY[name], name)
     _check_params(name, factory, params, require=True)
     reward = factory(**params)

@@ -9,11 +9,13 @@ import os
 import sys
 
 from grpo_lab.trainer.config import ConfigError, load_config
+from grpo_lab.trainer.preflight import preflight
 
 
 def main(argv: list[str] | None = None) -> int:
     try:
         cfg = load_config(argv)
+        preflight(cfg)
         from grpo_lab.trainer.run import train  # torch and transformers load only after the config is good
 
         return train(cfg)

@@ -12,6 +12,7 @@ import torch
 from grpo_lab.trainer.config import BUILTIN_MODELS, ConfigError
 from grpo_lab.trainer import smollm, tiny
 from grpo_lab.trainer.hub import hub_reachable, looks_local
+from grpo_lab.trainer.preflight import check_model_folder
 
 
 def pick_device(name: str) -> torch.device:
@@ -65,10 +66,8 @@ def _load_pretrained(model: str, dtype: torch.dtype, shown_as: str | None = None
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     shown_as = shown_as or model
+    check_model_folder(model)
     local = looks_local(model)
-    if local and not Path(model).expanduser().is_dir():
-        raise ConfigError(f"model: no model directory at {model!r}; use 'tiny', 'smollm2' or a Hugging Face model "
-                          "directory or id")
     path = str(Path(model).expanduser()) if local else model
     cache_only = not local and not hub_reachable()
     try:
