@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 import re
@@ -30,6 +31,7 @@ SLOW_CALLS = re.compile(r"\b(run_trainer|start_trainer|tiny_run|trainer_cmd|trai
                         r"on_a_small_disk|launcher\.(launch|resume|start_queued)\(|grpo_lab\.sweep\b)")
 
 
+@functools.lru_cache(maxsize=None)  # a fixture's or helper's source is read once, not once per test using it
 def _source(obj) -> str:
     try:
         return inspect.getsource(obj)

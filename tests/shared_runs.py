@@ -17,6 +17,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Callable
 
@@ -24,7 +26,7 @@ import pytest
 from filelock import FileLock
 
 from grpo_lab.rundir.layout import write_json_atomic
-from trainer_helpers import SMALL, run_trainer
+from trainer_helpers import ROOT, SMALL, run_trainer, torchrun
 
 # The shared GRPO run: 6 steps, a checkpoint every 3 (tests/test_train_run.py reads both).
 GRPO_FLAGS = [*SMALL, "--max-steps", "6", "--checkpoint-every", "3"]
@@ -78,6 +80,45 @@ def one_pass_run(tmp_path_factory) -> Path:
 def ppo_run(tmp_path_factory) -> Path:
     """A finished PPO run of the built-in demo (PPO_FLAGS), named "ppo". Read only."""
     return _once(tmp_path_factory, "ppo", lambda root: run_trainer(root, "ppo", *PPO_FLAGS))
+
+
+# The two-process runs (tests/test_distributed.py, tests/test_rank_timings.py): 2 steps on 2 ranks under
+# torchrun, and the same seed and global batch on one process.
+RANKS_FLAGS = ["--prompts-per-step", "4", "--group-size", "4", "--sft-steps", "5", "--flush-seconds", "0",
+               "--max-steps", "2", "--seed", "5"]
+SLOW_S = 1.0  # rank 1's extra seconds per sampling call
+# python -m grpo_lab.trainer, except that rank 1's sampling sleeps first: rank 0 can see the straggler
+# only through rank 1's own figures (tests/test_rank_timings.py)
+STRAGGLER = f"""
+import os, sys, time
+from grpo_lab.trainer import sampling
+from grpo_lab.trainer.__main__ import main
+
+if os.environ["RANK"] == "1":
+    sample = sampling.sample
+    def slow_sample(*args, **kwargs):
+        time.sleep({SLOW_S})
+        return sample(*args, **kwargs)
+    sampling.sample = slow_sample
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.fixture(scope="session")
+def two_process_runs(tmp_path_factory) -> Path:
+    """A runs folder with "two" (RANKS_FLAGS on 2 processes under torchrun, rank 1 a straggler in sampling)
+    and "one" (the same on one process). Read only. Its readers take turns on the torchrun worker
+    (tests/conftest.py finds `torchrun(` in this source)."""
+    def train(root: Path) -> subprocess.CompletedProcess:
+        runs = root / "ranks"
+        script = root / "straggler.py"
+        script.write_text(STRAGGLER)
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+        two = subprocess.run(torchrun(str(script), "--runs-dir", str(runs), "--name", "two", *RANKS_FLAGS),
+                             cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+        return two if two.returncode else run_trainer(runs, "one", *RANKS_FLAGS, timeout=600)
+
+    return _once(tmp_path_factory, "ranks", train)
 
 
 def copy_run(run: Path, root: Path, name: str, checkpoints: bool = True) -> Path:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -29,25 +28,15 @@ from grpo_lab.objective.functions import group_advantages
 from grpo_lab.trainer.updates import LastPass
 from grpo_lab.trainer.rollout import Rollout
 from grpo_lab.trainer.batch import Batch
-from trainer_helpers import ROOT, registered_metrics, read_table, run_trainer, wait_for_step, wait_until
+from shared_runs import copy_run, two_process_runs  # noqa: F401  (a fixture)
+from trainer_helpers import (ROOT, free_port, registered_metrics, read_table, run_trainer, torchrun, wait_for_step,
+                             wait_until)
 
 pytestmark = pytest.mark.timeout(240)
 
 TINY = ["--prompts-per-step", "4", "--group-size", "4", "--sft-steps", "5", "--flush-seconds", "0"]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
 WORKER = str(ROOT / "tests" / "distributed_worker.py")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def torchrun(*args: str, nproc: int = 2, launcher: tuple[str, ...] = ()) -> list[str]:
-    exe = Path(sys.executable).with_name("torchrun")
-    base = [str(exe)] if exe.exists() else [sys.executable, "-m", "torch.distributed.run"]
-    return [*base, "--nproc-per-node", str(nproc), *(launcher or ("--master-port", str(free_port()))), *args]
 
 
 def run(cmd: list[str], timeout: float = 180) -> subprocess.CompletedProcess:
@@ -150,16 +139,11 @@ def test_rank_0_merges_ranks_of_different_widths():
 # --- a short run -------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    """The same seed and global batch: 2 steps on 2 ranks ("two"), and on one process ("one")."""
-    runs = tmp_path_factory.mktemp("runs")
-    args = ["--max-steps", "2", *TINY, "--seed", "5"]
-    two = run(torchrun(*trainer_args(runs, "two", *args)))
-    assert two.returncode == 0, two.stderr[-3000:]
-    one = run_trainer(runs, "one", *args)
-    assert one.returncode == 0, one.stderr[-3000:]
-    return runs
+@pytest.fixture
+def runs(two_process_runs):
+    """The same seed and global batch: 2 steps on 2 ranks ("two"), and on one process ("one"); shared with
+    tests/test_rank_timings.py (its rank 1 samples a second late, which changes no figure read here)."""
+    return two_process_runs
 
 
 def test_status_names_the_world(runs):
@@ -324,18 +308,17 @@ def test_a_killed_rank_fails_the_run_and_resume_continues_it(tmp_path):
 # --- another world size ------------------------------------------------------------------------------
 
 
-def test_a_two_process_run_resumes_on_one_process(tmp_path):
+def test_a_two_process_run_resumes_on_one_process(runs, tmp_path):
     """README: checkpoints are whole weights, "so a run resumes with any number of processes"."""
-    result = run(torchrun(*trainer_args(tmp_path, "wide", "--max-steps", "3", *TINY, "--checkpoint-every", "2")))
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert read_status(tmp_path / "wide" / "status.json")["world_size"] == 2
-    one = run_trainer(tmp_path, "wide", "--resume", "--max-steps", "5")  # plain python: one process
+    wide = copy_run(runs / "two", tmp_path, "wide")  # 2 steps on 2 ranks; its checkpoint of step 2
+    assert read_status(wide / "status.json")["world_size"] == 2
+    one = run_trainer(tmp_path, "wide", "--resume", "--max-steps", "4")  # plain python: one process
     assert one.returncode == 0, one.stderr[-3000:]
-    assert "resuming wide after step 3" in (tmp_path / "wide" / "train.log").read_text()
-    status = read_status(tmp_path / "wide" / "status.json")
-    assert status["state"] == "finished" and status["step"] == 5
+    assert "resuming wide after step 2" in (wide / "train.log").read_text()
+    status = read_status(wide / "status.json")
+    assert status["state"] == "finished" and status["step"] == 4
     assert status["world_size"] == 1 and status["strategy"] is None and status["devices"] == ["cpu"]
-    assert_every_step_once(tmp_path / "wide", 5)
+    assert_every_step_once(wide, 4)
 
 
 # --- two machines ----------------------------------------------------------------------------------

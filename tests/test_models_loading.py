@@ -238,19 +238,20 @@ def test_smollm2_trains_a_step_on_word_problems(smollm2_cache, tmp_path):
 @pytest.mark.smollm2
 def test_smollm2_with_no_learning_rate_given_stays_bounded(smollm2_cache, tmp_path):
     """The issue's collapse (lr 2e-3: kl/mean 1.8e14 at step 1), run with the model's own defaults: a
-    full fine-tune, two passes, a length reward so every group has a signal and the weights move."""
+    full fine-tune, two passes (the second sees the first's update: with --lr 2e-3 this one group gives
+    kl/mean 3.7e11 and exit 3), a length reward so every group has a signal and the weights move."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), smollm.CACHE_ENV: str(smollm2_cache[0].parent)}
     config = tmp_path / "c.json"
     config.write_text(json.dumps({"rewards": {"correctness": 1, "length": 1}, "reward_params": {"length": {"max_len": 1}}}))
-    cmd = trainer_cmd(tmp_path, "safe", "--model", "smollm2", "--task", "word_problems", "--max-steps", "2",
-                      "--prompts-per-step", "2", "--group-size", "4", "--max-new-tokens", "16", "--passes", "2",
+    cmd = trainer_cmd(tmp_path, "safe", "--model", "smollm2", "--task", "word_problems", "--max-steps", "1",
+                      "--prompts-per-step", "1", "--group-size", "4", "--max-new-tokens", "16", "--passes", "2",
                       "--flush-seconds", "0", "--config", str(config))
     result = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr
     saved = json.loads((tmp_path / "safe" / "config.json").read_text())
     assert saved["lr"] == 1e-5 and saved["sources"]["lr"] == "model default (pretrained)"
     scalars = read_table(tmp_path / "safe", "scalars")
-    assert scalars["step"].tolist() == [1, 2] and (scalars["grad/norm"] > 0).all()
+    assert scalars["step"].tolist() == [1] and (scalars["grad/norm"] > 0).all()
     assert (scalars["kl/mean"] < 0.5).all() and (scalars["grad/norm"] < 100).all(), scalars[["kl/mean", "grad/norm"]]
     assert read_table(tmp_path / "safe", "events").empty  # the doctor found nothing
     assert json.loads((tmp_path / "safe" / "status.json").read_text())["state"] == "finished"

@@ -9,11 +9,6 @@ SLOW_S seconds late, so rank 0 can only see the straggler through rank 1's own f
 from __future__ import annotations
 
 import json
-import os
-import socket
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -21,40 +16,10 @@ from app_helpers import charts, live_open, open_page
 from grpo_lab.dashboard.views import metrics
 from grpo_lab.trainer.distributed import MERGE
 from grpo_lab.trainer.timing import PHASES, RANK_PHASES, rank_scalars
-from trainer_helpers import ROOT, registered_metrics, read_table, run_trainer
+from shared_runs import SLOW_S, two_process_runs  # noqa: F401  (a fixture)
+from trainer_helpers import registered_metrics, read_table
 
-TINY = ["--prompts-per-step", "4", "--group-size", "4", "--sft-steps", "5", "--flush-seconds", "0",
-        "--max-steps", "2", "--seed", "5"]
-ENV = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
 RANK_METRICS = [f"time/{p}_s_{w}" for p in ("generation", "update") for w in ("max", "mean")]
-SLOW_S = 1.0  # rank 1's extra seconds per sampling call
-# python -m grpo_lab.trainer, except that rank 1's sampling sleeps first
-STRAGGLER = f"""
-import os, sys, time
-from grpo_lab.trainer import sampling
-from grpo_lab.trainer.__main__ import main
-
-if os.environ["RANK"] == "1":
-    sample = sampling.sample
-    def slow_sample(*args, **kwargs):
-        time.sleep({SLOW_S})
-        return sample(*args, **kwargs)
-    sampling.sample = slow_sample
-sys.exit(main(sys.argv[1:]))
-"""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def torchrun(*args: str, nproc: int = 2) -> list[str]:
-    """As tests/test_distributed.py launches: torchrun beside this Python, one free port."""
-    exe = Path(sys.executable).with_name("torchrun")
-    base = [str(exe)] if exe.exists() else [sys.executable, "-m", "torch.distributed.run"]
-    return [*base, "--nproc-per-node", str(nproc), "--master-port", str(free_port()), *args]
 
 
 # --- the figures -------------------------------------------------------------------------------
@@ -72,18 +37,10 @@ def test_rank_0_logs_the_slowest_and_the_mean_rank():
 # --- real runs -----------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory):
+@pytest.fixture
+def runs(two_process_runs):
     """"two": 2 steps on 2 processes, rank 1 a straggler in sampling; "one": the same on one process."""
-    runs = tmp_path_factory.mktemp("runs")
-    script = runs.parent / "straggler.py"
-    script.write_text(STRAGGLER)
-    two = subprocess.run(torchrun(str(script), "--runs-dir", str(runs), "--name", "two", *TINY), cwd=ROOT, env=ENV,
-                         capture_output=True, text=True, timeout=600)
-    assert two.returncode == 0, two.stderr[-3000:]
-    one = run_trainer(runs, "one", *TINY, timeout=600)
-    assert one.returncode == 0, one.stderr[-3000:]
-    return runs
+    return two_process_runs
 
 
 def test_two_processes_log_the_slowest_and_the_mean_rank(runs):

@@ -48,9 +48,9 @@ def test_resume_of_unknown_run_is_refused(tmp_path):
 def test_unwritable_runs_dir(tmp_path, monkeypatch):
     # In-process: as root, permissions cannot make a folder unwritable, so the check is faked.
     from grpo_lab.trainer.config import ConfigError, from_dict
-    from grpo_lab.trainer.run import check_run_dir
+    from grpo_lab.trainer.preflight import check_run_dir
 
-    monkeypatch.setattr("grpo_lab.trainer.run.os.access", lambda *_: False)
+    monkeypatch.setattr("grpo_lab.trainer.preflight.os.access", lambda *_: False)
     cfg = from_dict({"runs_dir": str(tmp_path), "name": "r"})
     with pytest.raises(ConfigError, match="^runs_dir: .* is not writable"):
         check_run_dir(cfg)

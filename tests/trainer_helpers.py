@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -22,6 +23,19 @@ SMALL = ["--prompts-per-step", "4", "--group-size", "4", "--sft-steps", "20", "-
 
 def trainer_cmd(runs_dir: Path, name: str, *args: str) -> list[str]:
     return [sys.executable, "-m", "grpo_lab.trainer", "--runs-dir", str(runs_dir), "--name", name, *args]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def torchrun(*args: str, nproc: int = 2, launcher: tuple[str, ...] = ()) -> list[str]:
+    """`torchrun --nproc-per-node N` beside this Python on a free port (or with `launcher`'s options)."""
+    exe = Path(sys.executable).with_name("torchrun")
+    base = [str(exe)] if exe.exists() else [sys.executable, "-m", "torch.distributed.run"]
+    return [*base, "--nproc-per-node", str(nproc), *(launcher or ("--master-port", str(free_port()))), *args]
 
 
 def run_trainer(runs_dir: Path, name: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:

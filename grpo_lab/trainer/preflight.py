@@ -1,14 +1,46 @@
-"""What the trainer can refuse before torch and transformers load (4-5 s of a start on a 2-core
-machine): a reward name nobody registered, a model folder that is not there. The checks that need
-the libraries (a reward's dry run, a hub id offline) still come in set-up."""
+"""What the trainer can refuse before transformers loads (4-5 s of a start on a 2-core machine): a run
+folder that exists or is missing, a run another trainer holds, a planted pickle in the checkpoint to
+resume, a reward name nobody registered, a model folder that is not there. The checks that need the
+libraries (a reward's dry run, a hub id offline) still come in set-up, which repeats the run-folder
+checks under the run's lock (grpo_lab/trainer/run.py: prepare)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
+from grpo_lab.rundir.layout import RunLock, RunPaths
 from grpo_lab.trainer import smollm
-from grpo_lab.trainer.config import BUILTIN_MODELS, Config, ConfigError
+from grpo_lab.trainer.config import BUILTIN_MODELS, Config, ConfigError, launched_world_size
 from grpo_lab.trainer.hub import looks_local
+
+
+def check_run_dir(cfg: Config) -> RunPaths:
+    paths = RunPaths(cfg.run_dir)
+    runs_dir = cfg.run_dir.parent
+    if cfg.resume:
+        if not paths.config.is_file():
+            raise ConfigError(f"resume: no run named {cfg.name!r} in {runs_dir}/ to resume")
+    elif paths.root.exists():
+        raise ConfigError(f"name: a run named {cfg.name!r} already exists in {runs_dir}/; "
+                          "pass --resume to continue it, or choose another name")
+    try:
+        runs_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"runs_dir: cannot create {runs_dir} ({exc.strerror})") from None
+    if not os.access(runs_dir, os.W_OK | os.X_OK):
+        raise ConfigError(f"runs_dir: {runs_dir} is not writable")
+    return paths
+
+
+def claim(cfg: Config, paths: RunPaths) -> RunLock:
+    """Make this process the run's only writer: its lock is held until the process ends, so a run
+    that another trainer is writing cannot be resumed."""
+    lock = RunLock(paths.root)
+    if not lock.acquire():
+        raise ConfigError(f"{'resume' if cfg.resume else 'name'}: run {cfg.name!r} is being trained by another "
+                          f"process (pid {lock.holder() or '?'}); stop it first")
+    return lock
 
 
 def check_model_folder(model: str) -> None:
@@ -20,9 +52,17 @@ def check_model_folder(model: str) -> None:
 
 
 def preflight(cfg: Config) -> None:
-    """Run in the trainer's own process (relative paths read from its working folder), after validate."""
+    """Run in the trainer's own process (relative paths read from its working folder), after validate.
+    Under a launcher every rank runs it and refuses alike (rank 0 says why); the lock and the
+    checkpoint, which ranks would race for, are left to rank 0 in set-up."""
     from grpo_lab.rewards import registry
 
+    paths = check_run_dir(cfg)
+    if cfg.resume and launched_world_size() == 1:
+        claim(cfg, paths).release()  # set-up takes it for good; a trainer holding it now refuses us now
+        from grpo_lab.trainer import checkpoint  # torch, not transformers: a planted pickle never reaches set-up
+
+        checkpoint.check(checkpoint.latest(paths.checkpoints))
     for name in cfg.rewards:
         try:
             registry.check_name(name)

@@ -28,6 +28,7 @@ from grpo_lab.rundir.status import StatusFile
 from grpo_lab.rundir.writer import RunWriter
 from grpo_lab.trainer import checkpoint
 from grpo_lab.trainer.config import Config, ConfigError
+from grpo_lab.trainer.preflight import check_run_dir, claim
 from grpo_lab.trainer.distributed import (Dist, NullStatus, NullWriter, launch, rank_log, resume_latest, save_checkpoint,
                                  watch_peers, wrap)
 from grpo_lab.trainer.doctor import Doctor, Finding, stops
@@ -59,24 +60,6 @@ class StopRequested:
         return self.signal is not None
 
 
-def check_run_dir(cfg: Config) -> RunPaths:
-    paths = RunPaths(cfg.run_dir)
-    runs_dir = cfg.run_dir.parent
-    if cfg.resume:
-        if not paths.config.is_file():
-            raise ConfigError(f"resume: no run named {cfg.name!r} in {runs_dir}/ to resume")
-    elif paths.root.exists():
-        raise ConfigError(f"name: a run named {cfg.name!r} already exists in {runs_dir}/; "
-                          "pass --resume to continue it, or choose another name")
-    try:
-        runs_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ConfigError(f"runs_dir: cannot create {runs_dir} ({exc.strerror})") from None
-    if not os.access(runs_dir, os.W_OK | os.X_OK):
-        raise ConfigError(f"runs_dir: {runs_dir} is not writable")
-    return paths
-
-
 def open_log(paths: RunPaths) -> logging.Logger:
     log = logging.getLogger(f"grpo_lab.trainer.{paths.root.name}")
     log.setLevel(logging.INFO)
@@ -105,16 +88,6 @@ def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
-
-
-def claim(cfg: Config, paths: RunPaths) -> RunLock:
-    """Make this process the run's only writer: its lock is held until the process ends, so a run
-    that another trainer is writing cannot be resumed."""
-    lock = RunLock(paths.root)
-    if not lock.acquire():
-        raise ConfigError(f"{'resume' if cfg.resume else 'name'}: run {cfg.name!r} is being trained by another "
-                          f"process (pid {lock.holder() or '?'}); stop it first")
-    return lock
 
 
 def open_run(cfg: Config, paths: RunPaths, lock: RunLock | None) -> tuple[RunLock, logging.Logger, StatusFile]:
