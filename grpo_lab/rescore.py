@@ -224,7 +224,7 @@ def trainer_state(config: dict, prompts: int, step: int):
 def check_inputs(fns: dict[str, tuple[Callable, float]], request: Request, columns: list[str]) -> None:
     """Refused before anything is scored: a reward whose signature cannot take the trainer's call
     (the dry run's check), or one that reads a column the run did not log."""
-    from grpo_lab.trainer.setup import READS_COLUMN  # noqa: PLC0415
+    from grpo_lab.trainer.data import READS_COLUMN  # noqa: PLC0415
 
     for name, (fn, _weight) in fns.items():
         column = request.reward_params.get(name, {}).get("column", READS_COLUMN.get(name))

@@ -1,4 +1,6 @@
-"""The trainer's command line: every option of --help parses, booleans as flags, usage errors in one line."""
+"""The trainer's command line: every option of --help parses, booleans as flags, usage errors in one line.
+A bare flag end to end, through a real run: tests/test_train_variants.py trains its dynamic run with
+`--dynamic-sampling` alone (test_the_bare_dynamic_sampling_flag_runs)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ import dataclasses
 import pytest
 
 from grpo_lab.trainer.config import Config, ConfigError, build_parser, load_config
-from trainer_helpers import SMALL, run_trainer
+from trainer_helpers import run_trainer
 
 BOOLEANS = [f.name for f in dataclasses.fields(Config) if f.type in (bool, "bool")]
 
@@ -57,10 +59,3 @@ def test_a_misspelt_option_exits_2_with_one_line(tmp_path):
     assert result.stderr.strip().splitlines() == [
         "error: unrecognized arguments: --dynamic-samplin; did you mean --dynamic-sampling? (see --help)"]
     assert not (tmp_path / "r").exists()
-
-
-def test_dynamic_sampling_alone_runs(tmp_path):
-    result = run_trainer(tmp_path, "ds", *SMALL, "--dynamic-sampling", "--max-steps", "2")
-    assert result.returncode == 0, result.stderr[-2000:]
-    import json
-    assert json.loads((tmp_path / "ds" / "config.json").read_text())["dynamic_sampling"] is True

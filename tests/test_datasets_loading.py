@@ -15,7 +15,7 @@ import pytest
 from grpo_lab.rundir import metrics
 from grpo_lab.trainer.config import ConfigError, from_dict
 from grpo_lab.trainer.data import load_task_rows
-from grpo_lab.trainer.setup import build_tasks
+from grpo_lab.trainer.data import build_tasks
 from grpo_lab.trainer.tasks import arithmetic, word_problems
 from trainer_helpers import ROOT, SMALL, read_table, run_trainer, trainer_cmd
 

@@ -87,7 +87,8 @@ def test_help_documents_every_option():
 
 
 @pytest.mark.parametrize("args", [["--group-size", "1"], ["--model", "./no/such/model"],
-                                  ["--rewards", "no_such_reward=1"], ["--std-mode", "median"]])
+                                  ["--rewards", "no_such_reward=1"], ["--std-mode", "median"],
+                                  ["--task", "./no/such/prompts.jsonl"], ["--resume"]])
 def test_a_refusal_comes_before_torch_loads(tmp_path, args):
     """Bad options are refused in a tenth of a second, not after the 4-5 s that torch and transformers
     take to import (every refused launch from the form or a sweep would pay them)."""

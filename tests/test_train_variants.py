@@ -2,12 +2,14 @@
 spread and stops at its bound; GSPO's ratio, batch std, the constant normaliser, truncated masking
 and the entropy bonus run and leave the traces the run-directory doc promises."""
 
+import json
 import math
 
 import pytest
 import torch
 
 from grpo_lab.objective.functions import group_advantages
+from grpo_lab.rundir.status import read_status
 from shared_runs import grpo_run  # noqa: F401 (a fixture: pytest finds it by name)
 from trainer_helpers import read_table, run_trainer
 
@@ -21,10 +23,17 @@ def groups_of(samples):
 @pytest.fixture(scope="module")
 def dynamic_run(tmp_path_factory):
     runs = tmp_path_factory.mktemp("runs")
-    done = run_trainer(runs, "ds", *TINY, "--max-steps", "3", "--dynamic-sampling", "true",
-                       "--dynamic-sampling-rounds", "2")
+    # the bare flag (no "true" after it) before another option: test_the_bare_dynamic_sampling_flag_runs
+    done = run_trainer(runs, "ds", *TINY, "--max-steps", "3", "--dynamic-sampling", "--dynamic-sampling-rounds", "2")
     assert done.returncode == 0, done.stderr[-2000:]
     return runs / "ds"
+
+
+def test_the_bare_dynamic_sampling_flag_runs(dynamic_run):
+    """A boolean flag alone, on the real command line, is true and the run finishes (the dashboard's
+    `--dynamic-sampling true` form: tests/test_cli_options.py parses it)."""
+    assert json.loads((dynamic_run / "config.json").read_text())["dynamic_sampling"] is True
+    assert read_status(dynamic_run / "status.json")["state"] == "finished"
 
 
 def test_dynamic_sampling_never_keeps_a_group_with_equal_rewards(dynamic_run):

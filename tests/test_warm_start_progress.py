@@ -16,6 +16,7 @@ from grpo_lab.trainer import sft
 from grpo_lab.trainer.models import load_policy
 from grpo_lab.trainer.tasks import arithmetic
 from labels_helpers import fake_run
+from shared_runs import one_pass_run  # noqa: F401 (a fixture: pytest finds it by name)
 
 
 def test_the_warm_start_reports_each_step_logs_and_draws_a_bar(monkeypatch, tmp_path, capsys, caplog):
@@ -46,11 +47,11 @@ def test_a_slow_warm_start_reports_at_most_once_a_second(monkeypatch):
     assert seen[0] == 0 and seen[-1] == 6 and len(seen) < 8  # start and end always; between: by the clock
 
 
-def test_a_run_clears_its_phase_after_the_warm_start(tiny_run):
-    run = tiny_run(max_steps=1)
-    status = json.loads((run / "status.json").read_text())
+def test_a_run_clears_its_phase_after_the_warm_start(one_pass_run):
+    # the shared finished run: SMALL's 20-step warm start, then RL steps
+    status = json.loads((one_pass_run / "status.json").read_text())
     assert "phase" in status and status["phase"] is None  # written during the warm start, then cleared
-    assert "warm start: step 2/20" in (run / "train.log").read_text()
+    assert "warm start: step 2/20" in (one_pass_run / "train.log").read_text()
 
 
 @pytest.fixture

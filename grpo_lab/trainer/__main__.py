@@ -15,10 +15,10 @@ from grpo_lab.trainer.preflight import preflight
 def main(argv: list[str] | None = None) -> int:
     try:
         cfg = load_config(argv)
-        preflight(cfg)
+        tasks = preflight(cfg)
         from grpo_lab.trainer.run import train  # torch and transformers load only after the config is good
 
-        return train(cfg)
+        return train(cfg, tasks)
     except ConfigError as exc:
         if os.environ.get("RANK", "0") == "0":  # under a launcher every process refuses; rank 0 says why
             print(f"error: {exc}", file=sys.stderr)

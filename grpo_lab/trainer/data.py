@@ -14,8 +14,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from grpo_lab.trainer.config import ConfigError
+from grpo_lab.trainer.config import BUILTIN_TASKS, Config, ConfigError
 from grpo_lab.trainer.hub import hub_reachable, looks_local
+from grpo_lab.trainer.tasks import Task, arithmetic, big_arithmetic, word_problems
 
 FILE_FORMATS = {".jsonl": "json", ".json": "json", ".csv": "csv", ".parquet": "parquet"}
 MAX_PROMPT_CHARS = 100_000  # far beyond any context window; a longer "prompt" is a broken file
@@ -180,3 +181,36 @@ def _check(field: str, value: Any, at: str, option: str) -> Any:
 def _short(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+# Rewards that read a dataset column, and the column they read unless reward_params say otherwise.
+READS_COLUMN = {"correctness": "answer", "code_tests": "tests"}
+
+
+def build_tasks(cfg: Config) -> tuple[Task, Task | None]:
+    """(training task, held-out task or None); every row checked, so bad data fails here, before the run dir."""
+    if cfg.task in BUILTIN_TASKS:
+        if cfg.columns:
+            raise ConfigError(f"columns: built-in task {cfg.task!r} has fixed columns; columns is for datasets")
+        task = (big_arithmetic(seed=cfg.seed) if cfg.task == "big_arithmetic" else
+                (arithmetic if cfg.task == "arithmetic" else word_problems)(cfg.task_max_operand))
+    else:
+        task = Task(cfg.task, load_task_rows(cfg.task, cfg.columns, cfg.dataset_config, cfg.dataset_split))
+    held_out = None
+    if cfg.eval_split:
+        if is_data_file(cfg.eval_split):
+            rows = load_task_rows(cfg.eval_split, cfg.columns, option="eval_split")
+        elif cfg.task in BUILTIN_TASKS or is_data_file(cfg.task):
+            raise ConfigError(f"eval_split: {cfg.task!r} has no named splits; give a prompt file or use eval_fraction")
+        else:
+            rows = load_task_rows(cfg.task, cfg.columns, cfg.dataset_config, cfg.eval_split, option="eval_split")
+        held_out = Task(f"{task.name} [{cfg.eval_split}]", rows, system=task.system)
+    elif cfg.eval_fraction:
+        task, held_out = task.split(cfg.eval_fraction, cfg.seed)
+    for option, t in (("task", task), ("eval_split", held_out)):
+        for name in cfg.rewards:
+            column = cfg.reward_params.get(name, {}).get("column", READS_COLUMN.get(name))
+            if t is not None and column and not any(column in row for row in t.rows):
+                raise ConfigError(f"{option}: {t.name} has no {column!r} column, which the {name} reward reads; "
+                                  f"map one with --columns {column}=NAME")
+    return task, held_out

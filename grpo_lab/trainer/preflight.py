@@ -1,8 +1,8 @@
 """What the trainer can refuse before transformers loads (4-5 s of a start on a 2-core machine): a run
 folder that exists or is missing, a run another trainer holds, a planted pickle in the checkpoint to
-resume, a reward name nobody registered, a model folder that is not there. The checks that need the
-libraries (a reward's dry run, a hub id offline) still come in set-up, which repeats the run-folder
-checks under the run's lock (grpo_lab/trainer/run.py: prepare)."""
+resume, a reward name nobody registered, a model folder that is not there, a bad data row. The checks
+that need the libraries (a reward's dry run, a model's hub id offline) still come in set-up, which repeats
+the run-folder checks under the run's lock (grpo_lab/trainer/run.py: prepare)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ from pathlib import Path
 from grpo_lab.rundir.layout import RunLock, RunPaths
 from grpo_lab.trainer import smollm
 from grpo_lab.trainer.config import BUILTIN_MODELS, Config, ConfigError, launched_world_size
+from grpo_lab.trainer.data import build_tasks
 from grpo_lab.trainer.hub import looks_local
+from grpo_lab.trainer.tasks import Task
 
 
 def check_run_dir(cfg: Config) -> RunPaths:
@@ -51,8 +53,9 @@ def check_model_folder(model: str) -> None:
                           "directory or id")
 
 
-def preflight(cfg: Config) -> None:
-    """Run in the trainer's own process (relative paths read from its working folder), after validate.
+def preflight(cfg: Config) -> tuple[Task, Task | None]:
+    """Run in the trainer's own process (relative paths read from its working folder), after validate;
+    returns the tasks (training, held-out), every row checked, for set-up to use.
     Under a launcher every rank runs it and refuses alike (rank 0 says why); the lock and the
     checkpoint, which ranks would race for, are left to rank 0 in set-up."""
     from grpo_lab.rewards import registry
@@ -69,3 +72,4 @@ def preflight(cfg: Config) -> None:
         except ValueError as exc:
             raise ConfigError(f"rewards: {exc}") from None
     check_model_folder(cfg.model)
+    return build_tasks(cfg)  # bad data: one line naming the file, row and column

@@ -37,7 +37,9 @@ from grpo_lab.trainer.models import load_policy, pick_device
 from grpo_lab.trainer.evaluate import due as eval_due, evaluate
 from grpo_lab.trainer import multiturn
 from grpo_lab.trainer.components import Components
-from grpo_lab.trainer.setup import build_rewards, build_tasks, dry_run, frozen_copy, make_optimizer
+from grpo_lab.trainer.data import build_tasks
+from grpo_lab.trainer.tasks import Task
+from grpo_lab.trainer.setup import build_rewards, dry_run, frozen_copy, make_optimizer
 from grpo_lab.trainer.sft import warm_start
 from grpo_lab.trainer.tasks import render
 
@@ -152,8 +154,10 @@ def release(comps: Components) -> None:
         comps.lock.release()
 
 
-def prepare(cfg: Config, d: Dist | None = None) -> tuple[Components, RunPaths, StatusFile, int]:
+def prepare(cfg: Config, d: Dist | None = None, tasks: tuple[Task, Task | None] | None = None
+            ) -> tuple[Components, RunPaths, StatusFile, int]:
     """Refusable checks first, then the run directory. Returns (components, paths, status, first step).
+    `tasks`: (training, held-out) as preflight built them; built here when not given.
 
     With several processes rank 0 alone checks, creates and writes the run directory; each
     `d.agreed()` block ends with every rank knowing whether any refused (then all exit 2).
@@ -172,7 +176,7 @@ def prepare(cfg: Config, d: Dist | None = None) -> tuple[Components, RunPaths, S
                     raise
     with d.agreed():
         reward_fns = build_rewards(cfg)
-        task, eval_task = build_tasks(cfg)  # every row checked: bad data stops here
+        task, eval_task = tasks or build_tasks(cfg)  # every row checked: bad data stops here
         dry_warnings = dry_run(cfg, reward_fns, task)  # a reward that cannot take the call stops here
         tool_fns = multiturn.template_tools(multiturn.build_setup(cfg, None))  # one that does not load stops here
         device = d.device or pick_device(cfg.device)
@@ -241,9 +245,9 @@ def prepare(cfg: Config, d: Dist | None = None) -> tuple[Components, RunPaths, S
     return comps, paths, status, first_step
 
 
-def train(cfg: Config) -> int:
+def train(cfg: Config, tasks: tuple[Task, Task | None] | None = None) -> int:
     """Run to the end; returns the process exit code (grpo_lab/trainer/outcome.py: 0 finished or stopped by
-    a signal, 1 failed or never scored, 3 stopped by the run doctor)."""
+    a signal, 1 failed or never scored, 3 stopped by the run doctor). `tasks`: as preflight built them."""
     from grpo_lab.trainer.grpo import grpo_step
 
     step_fn = grpo_step
@@ -255,7 +259,7 @@ def train(cfg: Config) -> int:
     d = Dist()
     try:
         d = launch(cfg)  # joins the launcher's processes (torchrun, accelerate launch); one process: nothing
-        comps, paths, status, first_step = prepare(cfg, d)
+        comps, paths, status, first_step = prepare(cfg, d, tasks)
     except ConfigError:  # every process refused together: the group is intact
         stop.restore()
         d.close()

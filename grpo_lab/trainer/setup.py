@@ -13,15 +13,10 @@ import torch
 
 from grpo_lab import rewards
 from grpo_lab.tools import environments
-from grpo_lab.trainer.config import BUILTIN_TASKS, Config, ConfigError
-from grpo_lab.trainer.data import is_data_file, load_task_rows
+from grpo_lab.trainer.config import Config, ConfigError
 from grpo_lab.trainer import multiturn
 from grpo_lab.trainer.scoring import make_trainer_state, reward_inputs
-from grpo_lab.trainer.tasks import Task, arithmetic, big_arithmetic, word_problems
-
-# Rewards that read a dataset column, and the column they read unless reward_params say otherwise.
-READS_COLUMN = {"correctness": "answer", "code_tests": "tests"}
-
+from grpo_lab.trainer.tasks import Task
 
 def build_rewards(cfg: Config) -> dict[str, tuple[Callable, float]]:
     out = {}
@@ -84,35 +79,6 @@ def dry_run_environments(cfg: Config, rows: list[dict]) -> list | None:
         text = " ".join(str(exc).split())[:200]
         raise ConfigError(f"environment: {cfg.environment}: reset(**row) raised {type(exc).__name__} on the "
                           f"task's first row: {text}") from None
-
-
-def build_tasks(cfg: Config) -> tuple[Task, Task | None]:
-    """(training task, held-out task or None); every row checked, so bad data fails here, before the run dir."""
-    if cfg.task in BUILTIN_TASKS:
-        if cfg.columns:
-            raise ConfigError(f"columns: built-in task {cfg.task!r} has fixed columns; columns is for datasets")
-        task = (big_arithmetic(seed=cfg.seed) if cfg.task == "big_arithmetic" else
-                (arithmetic if cfg.task == "arithmetic" else word_problems)(cfg.task_max_operand))
-    else:
-        task = Task(cfg.task, load_task_rows(cfg.task, cfg.columns, cfg.dataset_config, cfg.dataset_split))
-    held_out = None
-    if cfg.eval_split:
-        if is_data_file(cfg.eval_split):
-            rows = load_task_rows(cfg.eval_split, cfg.columns, option="eval_split")
-        elif cfg.task in BUILTIN_TASKS or is_data_file(cfg.task):
-            raise ConfigError(f"eval_split: {cfg.task!r} has no named splits; give a prompt file or use eval_fraction")
-        else:
-            rows = load_task_rows(cfg.task, cfg.columns, cfg.dataset_config, cfg.eval_split, option="eval_split")
-        held_out = Task(f"{task.name} [{cfg.eval_split}]", rows, system=task.system)
-    elif cfg.eval_fraction:
-        task, held_out = task.split(cfg.eval_fraction, cfg.seed)
-    for option, t in (("task", task), ("eval_split", held_out)):
-        for name in cfg.rewards:
-            column = cfg.reward_params.get(name, {}).get("column", READS_COLUMN.get(name))
-            if t is not None and column and not any(column in row for row in t.rows):
-                raise ConfigError(f"{option}: {t.name} has no {column!r} column, which the {name} reward reads; "
-                                  f"map one with --columns {column}=NAME")
-    return task, held_out
 
 
 def frozen_copy(model: torch.nn.Module) -> torch.nn.Module:
