@@ -56,7 +56,8 @@ def test_a_rating_of_a_trained_step_is_said_late_before_and_after(late_server, p
     wait_idle(page)
     if lang == "zh":
         to_chinese(page, locale("zh")["nav.groups"])
-    before = locale(lang)["rating_late.late"].split("{step}")[0]
+    # the words between the step and the time ("was trained at"): "Step " alone matches any step heading
+    before = locale(lang)["rating_late.late"].split("{step}")[1].split("{time}")[0].strip()
     expect(page.get_by_text(before, exact=False).first).to_be_visible()
     box = page.get_by_label(locale(lang)["rating.keys"].split("{n}")[0], exact=False)
     box.click()
