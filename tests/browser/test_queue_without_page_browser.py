@@ -155,7 +155,9 @@ def test_a_queued_sweep_moves_with_no_runs_page_open_and_after_a_restart(tmp_pat
         assert launcher.is_trainer_of(rec["pid"], third, runs)  # a trainer of this run, in this folder
         stop_trainers(runs, third)  # seen starting: its training would only add a run's time to this test
 
-        # --- what the user sees: the first two runs finished (the third was stopped above)
+        # --- what the user sees: the first two runs finished (the third was stopped above); the scheduler
+        # may start the third before the restarted server listens (refused once in the full suite)
+        wait_until_healthy(url, runs)
         page.goto(url)
         expect(page.get_by_text(f"Sweep {SWEEP}: 2 of 3 runs finished")).to_be_visible()
         assert finished(runs, first) and finished(runs, second)
