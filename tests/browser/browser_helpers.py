@@ -56,12 +56,18 @@ def streamlit_server(runs: Path):
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_server(proc)
         log.close()
+
+
+def stop_server(proc: subprocess.Popen, timeout: float = 30) -> None:
+    """A dashboard server ended: asked first (its scheduler ends with it), killed after `timeout` s."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def stop_trainers(runs: Path, *names: str) -> None:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from playwright.sync_api import expect
 
-from browser_helpers import ROOT, free_port, wait_idle, wait_until_healthy
+from browser_helpers import ROOT, free_port, stop_server, wait_idle, wait_until_healthy
 from grpo_lab.dashboard.launching import launcher
 from grpo_lab.rundir.layout import read_json
 from grpo_lab.rundir.reader import read_run
@@ -42,15 +42,6 @@ def start_dashboard(tmp_path: Path, runs: Path, keys: Path, port: int) -> subpro
         return subprocess.Popen([sys.executable, "-m", "grpo_lab.dashboard.serve", "--server.port", str(port),
                                  "--server.fileWatcherType", "none"],
                                 cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT)
-
-
-def stop_dashboard(server: subprocess.Popen) -> None:
-    server.terminate()
-    try:
-        server.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        server.kill()
-        server.wait()
 
 
 def schedulers(runs: Path) -> list[int]:
@@ -143,7 +134,7 @@ def test_a_queued_sweep_moves_with_no_runs_page_open_and_after_a_restart(tmp_pat
 
         # --- half 2: no page at all; stop the dashboard while the third waits, start it again
         page.goto("about:blank")
-        stop_dashboard(server)
+        stop_server(server)
         # its scheduler ends with it (it polls every 2 s): from here nothing may start the third
         wait_until(lambda: not schedulers(runs), 30, "the scheduler to end with its dashboard", every=0.3)
         assert not started(runs, third), f"{third} started before the dashboard stopped; {second} ended too soon"
@@ -163,7 +154,7 @@ def test_a_queued_sweep_moves_with_no_runs_page_open_and_after_a_restart(tmp_pat
         assert finished(runs, first) and finished(runs, second)
     finally:
         if server.poll() is None:
-            stop_dashboard(server)
+            stop_server(server)
         stop_trainers(runs)
         for pid in schedulers(runs):  # ours (its dashboard was killed before it could end it)
             with contextlib.suppress(ProcessLookupError):  # ended meanwhile
