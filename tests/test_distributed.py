@@ -206,8 +206,23 @@ def test_refusal_on_rank_0_stops_every_rank_with_one_line(runs):
     assert read_status(runs / "two" / "status.json")["state"] == "finished"  # untouched
 
 
+# python -m grpo_lab.trainer with rank 0 the slower to refuse: the launcher ends every rank once one
+# exits, so a rank 1 that left first would end rank 0 before its line (seen under a loaded machine)
+SLOW_RANK_0 = """
+import os, sys, time
+from grpo_lab.trainer.__main__ import main
+
+if os.environ["RANK"] == "0":
+    time.sleep(3)
+sys.exit(main(sys.argv[1:]))
+"""
+
+
 def test_prompts_must_divide_among_ranks(tmp_path):
-    result = run(torchrun(*trainer_args(tmp_path, "odd", "--max-steps", "1", *TINY, "--prompts-per-step", "5")))
+    script = tmp_path / "slow_rank_0.py"
+    script.write_text(SLOW_RANK_0)
+    result = run(torchrun(str(script), *trainer_args(tmp_path, "odd", "--max-steps", "1", *TINY,
+                                                      "--prompts-per-step", "5")[2:]))
     lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert lines == ["error: prompts_per_step: must be divisible by the number of processes (2), so each takes "
                      "whole groups, got 5"]

@@ -7,9 +7,14 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 from grpo_lab.trainer.config import ConfigError, load_config
 from grpo_lab.trainer.preflight import preflight
+
+# How long a process other than rank 0 waits, after refusing, for the launcher to end it (rank 0 has
+# exited with its one line by then); a rank that refuses alone waits it out, then says why itself.
+RANK_REFUSAL_WAIT_S = 10.0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -22,6 +27,9 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         if os.environ.get("RANK", "0") == "0":  # under a launcher every process refuses; rank 0 says why
             print(f"error: {exc}", file=sys.stderr)
+        else:  # the launcher ends every process once one exits: leaving first could end rank 0 unheard
+            time.sleep(RANK_REFUSAL_WAIT_S)
+            print(f"error (rank {os.environ['RANK']}): {exc}", file=sys.stderr)  # still here: rank 0 did not refuse
         return 2
 
 
