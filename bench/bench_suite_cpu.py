@@ -1,0 +1,91 @@
+"""Where the test suite's CPU goes: pytest runs (as `make test` runs it, or with the arguments
+given) while every process on the machine is sampled once a second; then the CPU seconds of
+each kind of process, beside the machine's total over the same time.
+
+    .venv/bin/python bench/bench_suite_cpu.py                  # the whole suite, 4 workers
+    .venv/bin/python bench/bench_suite_cpu.py tests/browser    # a part (same workers)
+
+On 2 cores the suite is CPU-bound (the cores are busy the whole run), so its wall time is about
+this total over 2: cutting the suite means cutting one of these rows. A process that lives under
+a second may be missed, as is what a process used before the first sample; both land in
+"not seen" (with the kernel's own threads).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import psutil
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MAKE_TEST = ["-n", "4", "--dist", "loadgroup", "--no-loadscope-reorder"]
+# (kind, words of the command line that say it), first match wins
+KINDS = [("torchrun / accelerate launcher", ("torch.distributed.run", "bin/torchrun ", "bin/accelerate ")),
+         ("Chromium", ("/chromium",)),
+         ("trainer", ("grpo_lab.trainer", "grpo-lab-train", "trainer/__main__", "straggler.py")),
+         ("Playwright driver", ("playwright/driver",)),
+         ("dashboard server", ("streamlit", "grpo-lab-dashboard")),
+         ("pytest and its workers", ("pytest", "execnet", "import sys;exec(eval(")),
+         ("reward sandboxes", ("grpo_lab/rewards/_", "sandbox")),
+         ("other Python", ("python",))]
+
+
+def kind(cmdline: str) -> str:
+    return next((name for name, words in KINDS if any(w in cmdline for w in words)), "other")
+
+
+def sample(seen: dict, stop: threading.Event, me: int) -> None:
+    """Latest (cpu seconds, command line) of every process but this one, until `stop`."""
+    while not stop.is_set():
+        for proc in psutil.process_iter(["pid", "cmdline", "cpu_times"]):
+            info = proc.info
+            if info["pid"] == me or info["cpu_times"] is None:
+                continue
+            cpu = info["cpu_times"].user + info["cpu_times"].system
+            line = " ".join(info["cmdline"] or []) or seen.get(info["pid"], (0, ""))[1]
+            seen[info["pid"]] = (cpu, line)
+        stop.wait(1.0)
+
+
+def main(args: list[str]) -> int:
+    cmd = [sys.executable, "-m", "pytest", "-q", *MAKE_TEST, *args]
+    before = {p.pid: sum(p.cpu_times()[:2]) for p in psutil.process_iter() if _alive(p)}
+    seen: dict[int, tuple[float, str]] = {}
+    stop = threading.Event()
+    sampler = threading.Thread(target=sample, args=(seen, stop, os.getpid()), daemon=True)
+    machine0, start = psutil.cpu_times(), time.monotonic()
+    sampler.start()
+    result = subprocess.run(cmd, cwd=ROOT, env={**os.environ, "OMP_NUM_THREADS": "1"},
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    stop.set()
+    sampler.join()
+    wall, machine1 = time.monotonic() - start, psutil.cpu_times()
+    total = sum(getattr(machine1, f) - getattr(machine0, f) for f in ("user", "nice", "system"))
+    by_kind: dict[str, float] = {}
+    for pid, (cpu, line) in seen.items():
+        used = cpu - before.get(pid, 0.0)  # a process older than the run: only what it used during it
+        if used > 0:
+            by_kind[kind(line)] = by_kind.get(kind(line), 0.0) + used
+    print(result.stdout.strip().splitlines()[-1] if result.stdout.strip() else "(no pytest output)")
+    print(f"wall {wall:.0f} s; machine CPU {total:.0f} s (user + nice + system, {psutil.cpu_count()} cores)")
+    for name, used in sorted(by_kind.items(), key=lambda kv: -kv[1]):
+        print(f"  {name:32s} {used:7.0f} s  {100 * used / total:5.1f}%")
+    unseen = total - sum(by_kind.values())
+    print(f"  {'not seen':32s} {unseen:7.0f} s  {100 * unseen / total:5.1f}%")
+    return result.returncode
+
+
+def _alive(proc: psutil.Process) -> bool:
+    try:
+        proc.cpu_times()
+        return True
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
