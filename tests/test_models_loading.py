@@ -7,7 +7,6 @@ Everything unmarked uses the tiny model saved with save_pretrained into tmp_path
 import json
 import os
 import subprocess
-import time
 
 import pytest
 import torch
@@ -190,24 +189,24 @@ def smollm2_cache(tmp_path_factory):
     mp = pytest.MonkeyPatch()
     folder = tmp_path_factory.mktemp("cache")
     mp.setenv(smollm.CACHE_ENV, str(folder))
-    start = time.perf_counter()
     path = smollm.ensure_converted()
-    yield path, time.perf_counter() - start
+    yield path
     mp.undo()
 
 
 @pytest.mark.smollm2
 def test_smollm2_gguf_converts_once_then_loads_from_the_cache(smollm2_cache, monkeypatch):
-    path, cold_s = smollm2_cache
+    path = smollm2_cache
     monkeypatch.setenv(smollm.CACHE_ENV, str(path.parent))
     assert smollm.is_cached() and (path / "model.safetensors").is_file() and (path / "tokenizer.json").is_file()
-    start = time.perf_counter()
+
+    def converts_again():
+        raise AssertionError("the cached model was converted again")
+    monkeypatch.setattr(smollm, "gguf_path", converts_again)  # the GGUF file is read by a conversion only
     policy, tokenizer, builtin = load_policy("smollm2", 0, CPU)
-    cached_s = time.perf_counter() - start
     assert not builtin and type(policy).__name__ == "LlamaForCausalLM"
     assert 130e6 < sum(p.numel() for p in policy.parameters()) < 140e6
     assert {p.dtype for p in policy.parameters()} == {torch.float32}  # dequantised: trainable
-    assert cached_s < cold_s, (cached_s, cold_s)
     rendered = render(word_problems(3), tokenizer, "auto").rows[0]["prompt"]
     assert rendered.startswith("<|im_start|>system\nYou are a careful math tutor")
     assert rendered.endswith("<|im_end|>\n<|im_start|>assistant\n")
@@ -220,7 +219,7 @@ def test_smollm2_gguf_converts_once_then_loads_from_the_cache(smollm2_cache, mon
 
 @pytest.mark.smollm2
 def test_smollm2_trains_a_step_on_word_problems(smollm2_cache, tmp_path):
-    env = {**os.environ, "PYTHONPATH": str(ROOT), smollm.CACHE_ENV: str(smollm2_cache[0].parent)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), smollm.CACHE_ENV: str(smollm2_cache.parent)}
     cmd = trainer_cmd(tmp_path, "smol", "--model", "smollm2", "--task", "word_problems", "--max-steps", "1",
                       "--group-size", "2", "--prompts-per-step", "1", "--max-new-tokens", "8", "--passes", "1",
                       "--beta", "0", "--lr", "1e-6", "--flush-seconds", "0", "--eval-every", "1",
@@ -240,7 +239,7 @@ def test_smollm2_with_no_learning_rate_given_stays_bounded(smollm2_cache, tmp_pa
     """The issue's collapse (lr 2e-3: kl/mean 1.8e14 at step 1), run with the model's own defaults: a
     full fine-tune, two passes (the second sees the first's update: with --lr 2e-3 this one group gives
     kl/mean 3.7e11 and exit 3), a length reward so every group has a signal and the weights move."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), smollm.CACHE_ENV: str(smollm2_cache[0].parent)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), smollm.CACHE_ENV: str(smollm2_cache.parent)}
     config = tmp_path / "c.json"
     config.write_text(json.dumps({"rewards": {"correctness": 1, "length": 1}, "reward_params": {"length": {"max_len": 1}}}))
     cmd = trainer_cmd(tmp_path, "safe", "--model", "smollm2", "--task", "word_problems", "--max-steps", "1",
