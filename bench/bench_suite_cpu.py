@@ -30,7 +30,7 @@ KINDS = [("torchrun / accelerate launcher", ("torch.distributed.run", "bin/torch
          ("Playwright driver", ("playwright/driver",)),
          ("dashboard server", ("streamlit", "grpo-lab-dashboard")),
          ("pytest and its workers", ("pytest", "execnet", "import sys;exec(eval(")),
-         ("reward sandboxes", ("grpo_lab/rewards/_", "sandbox")),
+         ("reward helpers (math-verify, sandbox)", ("grpo_lab/rewards/_", "sandbox")),
          ("other Python", ("python",))]
 
 
@@ -73,9 +73,9 @@ def main(args: list[str]) -> int:
     print(result.stdout.strip().splitlines()[-1] if result.stdout.strip() else "(no pytest output)")
     print(f"wall {wall:.0f} s; machine CPU {total:.0f} s (user + nice + system, {psutil.cpu_count()} cores)")
     for name, used in sorted(by_kind.items(), key=lambda kv: -kv[1]):
-        print(f"  {name:32s} {used:7.0f} s  {100 * used / total:5.1f}%")
+        print(f"  {name:38s} {used:7.0f} s  {100 * used / total:5.1f}%")
     unseen = total - sum(by_kind.values())
-    print(f"  {'not seen':32s} {unseen:7.0f} s  {100 * unseen / total:5.1f}%")
+    print(f"  {'not seen':38s} {unseen:7.0f} s  {100 * unseen / total:5.1f}%")
     return result.returncode
 
 

@@ -57,7 +57,7 @@ def correctness_reward(
     if symbolic and importlib.util.find_spec("math_verify") is None:
         raise ValueError("reward 'correctness': the math-verify package is missing;"
                          " pip install -r requirements.txt (or pass symbolic=False)")
-    if symbolic:  # its first process imports sympy while the trainer loads the model, not on step 1
+    if symbolic:  # its processes import sympy while the trainer loads the model, not on step 1
         math_verify_pool.shared_pool(workers or math_verify_pool.default_workers()).start()
 
     def correctness(prompts, completions, **columns) -> list[float | None]:

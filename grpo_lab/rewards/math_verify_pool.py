@@ -6,8 +6,8 @@ math-verify bounds its own time with SIGALRM, which works only in a process's ma
 child processes (grpo_lab/rewards/_math_verify_child.py, math-verify's own timeouts off). A child that
 runs over the limit is killed and replaced, and its pair gets no verdict (`Outcome.verdict`
 None, `Outcome.error` says why); a child that crashes costs only the pair it was judging.
-One child starts when a reward is built (`start`, without waiting), the others on first use
-(about a second, never counted against a pair's limit), stay up between calls, and are shared by every
+Children start when a reward is built (`start`, without waiting) or on first use (about a
+second, never counted against a pair's limit), stay up between calls, and are shared by every
 reward of the process; calls from several threads take turns.
 
 >>> pool = shared_pool(workers=1)
@@ -97,13 +97,11 @@ class Pool:
         self._pid = os.getpid()
 
     def start(self) -> None:
-        """Start one child now, without waiting for it: it imports while the caller works. The
-        others start when a call has more pairs than children: plain numbers are judged without
-        math-verify, so many runs need few children, and each costs ~0.6 s of CPU to start."""
+        """Start the children now, without waiting for them: they import while the caller works."""
         with self._lock:
             if os.getpid() != self._pid:
                 self._children, self._pid = [], os.getpid()
-            if not self._children:
+            while len(self._children) < self.workers:
                 self._children.append(_Child())
 
     def judge(self, jobs: list[Job], timeout_s: float) -> list[Outcome]:
