@@ -4,6 +4,7 @@ each kind of process, beside the machine's total over the same time.
 
     .venv/bin/python bench/bench_suite_cpu.py                  # the whole suite, 4 workers
     .venv/bin/python bench/bench_suite_cpu.py tests/browser    # a part (same workers)
+    .venv/bin/python bench/bench_suite_cpu.py --durations=20   # and the 20 slowest tests
 
 On 2 cores the suite is CPU-bound (the cores are busy the whole run), so its wall time is about
 this total over 2: cutting the suite means cutting one of these rows. A process that lives under
@@ -70,7 +71,9 @@ def main(args: list[str]) -> int:
         used = cpu - before.get(pid, 0.0)  # a process older than the run: only what it used during it
         if used > 0:
             by_kind[kind(line)] = by_kind.get(kind(line), 0.0) + used
-    print(result.stdout.strip().splitlines()[-1] if result.stdout.strip() else "(no pytest output)")
+    lines = result.stdout.strip().splitlines()
+    slowest = next((i for i, line in enumerate(lines) if "slowest" in line and line.startswith("=")), len(lines) - 1)
+    print("\n".join(lines[slowest:]) if lines else "(no pytest output)")  # --durations=N's list, then the summary
     print(f"wall {wall:.0f} s; machine CPU {total:.0f} s (user + nice + system, {psutil.cpu_count()} cores)")
     for name, used in sorted(by_kind.items(), key=lambda kv: -kv[1]):
         print(f"  {name:38s} {used:7.0f} s  {100 * used / total:5.1f}%")
