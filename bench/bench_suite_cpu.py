@@ -39,22 +39,28 @@ def kind(cmdline: str) -> str:
     return next((name for name, words in KINDS if any(w in cmdline for w in words)), "other")
 
 
+def snapshot(me: int, known: dict) -> dict[int, tuple[float, str]]:
+    """(cpu seconds, command line) of every process but this one; a process whose command line
+    can no longer be read (a zombie) keeps the one `known` has for it."""
+    now = {}
+    for proc in psutil.process_iter(["pid", "cmdline", "cpu_times"]):
+        info = proc.info
+        if info["pid"] != me and info["cpu_times"] is not None:
+            line = " ".join(info["cmdline"] or []) or known.get(info["pid"], (0, ""))[1]
+            now[info["pid"]] = (info["cpu_times"].user + info["cpu_times"].system, line)
+    return now
+
+
 def sample(seen: dict, stop: threading.Event, me: int) -> None:
-    """Latest (cpu seconds, command line) of every process but this one, until `stop`."""
+    """Keep `seen` at the latest snapshot of every process met, until `stop`."""
     while not stop.is_set():
-        for proc in psutil.process_iter(["pid", "cmdline", "cpu_times"]):
-            info = proc.info
-            if info["pid"] == me or info["cpu_times"] is None:
-                continue
-            cpu = info["cpu_times"].user + info["cpu_times"].system
-            line = " ".join(info["cmdline"] or []) or seen.get(info["pid"], (0, ""))[1]
-            seen[info["pid"]] = (cpu, line)
+        seen.update(snapshot(me, seen))
         stop.wait(1.0)
 
 
 def main(args: list[str]) -> int:
     cmd = [sys.executable, "-m", "pytest", "-q", *MAKE_TEST, *args]
-    before = {p.pid: sum(p.cpu_times()[:2]) for p in psutil.process_iter() if _alive(p)}
+    before = {pid: cpu for pid, (cpu, _) in snapshot(os.getpid(), {}).items()}
     seen: dict[int, tuple[float, str]] = {}
     stop = threading.Event()
     sampler = threading.Thread(target=sample, args=(seen, stop, os.getpid()), daemon=True)
@@ -70,7 +76,8 @@ def main(args: list[str]) -> int:
     for pid, (cpu, line) in seen.items():
         used = cpu - before.get(pid, 0.0)  # a process older than the run: only what it used during it
         if used > 0:
-            by_kind[kind(line)] = by_kind.get(kind(line), 0.0) + used
+            name = kind(line)
+            by_kind[name] = by_kind.get(name, 0.0) + used
     lines = result.stdout.strip().splitlines()
     slowest = next((i for i, line in enumerate(lines) if "slowest" in line and line.startswith("=")), len(lines) - 1)
     print("\n".join(lines[slowest:]) if lines else "(no pytest output)")  # --durations=N's list, then the summary
@@ -80,14 +87,6 @@ def main(args: list[str]) -> int:
     unseen = total - sum(by_kind.values())
     print(f"  {'not seen':38s} {unseen:7.0f} s  {100 * unseen / total:5.1f}%")
     return result.returncode
-
-
-def _alive(proc: psutil.Process) -> bool:
-    try:
-        proc.cpu_times()
-        return True
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
-        return False
 
 
 if __name__ == "__main__":
