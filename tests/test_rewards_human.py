@@ -77,6 +77,28 @@ def test_ratings_given_just_before_a_stop_are_used(tmp_path, monkeypatch):
     assert scores == [1.0, 0.0] and reads == [0, 2] and waited < 60
 
 
+def test_a_stop_right_after_the_waiting_record_shows_ends_the_wait(tmp_path, monkeypatch):
+    """The race CI met: a stop sent as soon as labels/waiting.json shows (the dashboard's Stop, a
+    test) reached the trainer before the wait had put in its stop handler, so it waited out wait_s."""
+    where = context.StepSamples(run_dir=tmp_path, step=1, group_size=2, prompt_ids=["a"], prompts=["a="])
+    real_set_waiting = labels.set_waiting
+
+    def set_waiting_then_stop(*a, **kw):
+        real_set_waiting(*a, **kw)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    monkeypatch.setattr(labels, "set_waiting", set_waiting_then_stop)
+    stops: list[int] = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: stops.append(signum))
+    try:
+        scores, waited = human.wait_for_ratings(where, ["x", "y"], min_groups=1, wait_s=20, poll_s=0.01)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert stops == [signal.SIGTERM] and scores == [None, None]
+    assert waited < 10  # not the 20 s wait_s
+    assert labels.waiting(tmp_path) is None
+
+
 def test_live_run_trains_on_the_ratings_given_while_it_waits(tmp_path):
     config = tmp_path / "human.json"
     config.write_text(json.dumps({"rewards": {"human": 1.0},

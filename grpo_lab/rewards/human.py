@@ -81,11 +81,13 @@ def wait_for_ratings(where: context.StepSamples, texts: list[str], *, min_groups
                "prompt": where.prompts[g] if g < len(where.prompts) else "", "completions": texts[g * G:(g + 1) * G]}
               for g in range(n_groups)]
     deadline = time.time() + wait_s
-    labels.set_waiting(where.run_dir, step=where.step, groups=groups, min_groups=need, deadline=deadline)
-    status.set_waiting(where.run_dir, {"for": "ratings", "step": where.step, "since": time.time(),
-                                       "deadline": deadline, "groups": n_groups, "need": need})
-    try:
-        with _stop_ends_wait() as stopped:
+    # the stop handler goes in before the waiting record: a stop sent once the record shows (the
+    # dashboard's Stop, a test) must end this wait, not only the run after wait_s
+    with _stop_ends_wait() as stopped:
+        labels.set_waiting(where.run_dir, step=where.step, groups=groups, min_groups=need, deadline=deadline)
+        status.set_waiting(where.run_dir, {"for": "ratings", "step": where.step, "since": time.time(),
+                                           "deadline": deadline, "groups": n_groups, "need": need})
+        try:
             while True:
                 # the stop is noted before the read, so the last read sees every rating given before it;
                 # the read's moment too: ratings given after it are late (close_step), not read now
@@ -97,9 +99,9 @@ def wait_for_ratings(where: context.StepSamples, texts: list[str], *, min_groups
                     labels.close_step(where.run_dir, where.step, now)
                     return scores, time.monotonic() - start
                 time.sleep(poll_s)
-    finally:
-        labels.clear_waiting(where.run_dir)
-        status.set_waiting(where.run_dir, None)
+        finally:
+            labels.clear_waiting(where.run_dir)
+            status.set_waiting(where.run_dir, None)
 
 
 @contextlib.contextmanager
