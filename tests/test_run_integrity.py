@@ -145,14 +145,14 @@ ON_A_SMALL_DISK = textwrap.dedent("""
     def fill(keep=0):
         \"\"\"Take the disk's free space but `keep` bytes, once: a trainer freeing its reserve later keeps it.\"\"\"
         left = shutil.disk_usage(disk).free - keep
-        with open(disk / f"pad-{time.time_ns()}", "wb") as fh:
-            while left > 0:
-                try:
+        try:  # the trainer may have taken the last block already: then even the pad's open finds it full
+            with open(disk / f"pad-{time.time_ns()}", "wb") as fh:
+                while left > 0:
                     fh.write(b"\\0" * min(left, 1 << 16))
                     fh.flush()
-                except OSError:
-                    break
-                left -= 1 << 16
+                    left -= 1 << 16
+        except OSError:
+            pass  # full: what was asked for
 
     def unfill():
         for pad in disk.glob("pad-*"):

@@ -21,6 +21,7 @@ import urllib.request
 from pathlib import Path
 
 import yaml
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))  # trainer_helpers, also when only tests/browser is collected
@@ -115,6 +116,20 @@ def click_until(page, target, expected, tries: int = 3) -> None:
             expected.wait_for(timeout=10_000)
             return
         except Exception:  # noqa: BLE001 - retried, then the last error is raised
+            if attempt == tries - 1:
+                raise
+
+
+def choose(opener, option, tries: int = 3) -> None:
+    """Open `opener`'s list and click `option`. A rerun that lands between the two closes the list,
+    and a click on the option it took away waits for good (seen in a full suite): open it again."""
+    for attempt in range(tries):
+        if not option.is_visible():
+            opener.click()
+        try:
+            option.click(timeout=10_000)
+            return
+        except PlaywrightTimeoutError:
             if attempt == tries - 1:
                 raise
 

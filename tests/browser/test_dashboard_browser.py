@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from browser_helpers import (assert_page_whole, english_only_phrases, locale, main_text, stop_trainers, to_chinese,
-                             wait_idle)
+from browser_helpers import (assert_page_whole, choose, english_only_phrases, locale, main_text, stop_trainers,
+                             to_chinese, wait_idle)
 from playwright.sync_api import expect
 from trainer_helpers import wait_until
 
@@ -113,8 +113,7 @@ def test_stop_a_running_run(server, page):
     wait_until(lambda: read_run(runs, name).state == "running", 120, f"{name} running", every=0.3)
     page.goto(url)
     wait_idle(page)
-    page.get_by_role("combobox", name="Run").click()
-    page.get_by_role("option", name=name, exact=True).click()
+    choose(page.get_by_role("combobox", name="Run"), page.get_by_role("option", name=name, exact=True))
     page.wait_for_function(f"{RUN_PICKED}('{name}')")
     wait_idle(page)
     page.get_by_role("button", name=re.compile("Stop")).click()

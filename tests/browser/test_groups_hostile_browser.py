@@ -9,7 +9,7 @@ import importlib
 import json
 
 import pytest
-from browser_helpers import assert_page_whole, wait_idle
+from browser_helpers import assert_page_whole, choose, wait_idle
 from playwright.sync_api import expect
 
 from grpo_lab.rundir.layout import write_json_atomic
@@ -70,8 +70,7 @@ def test_runs_shows_a_hostile_error_as_text(hostile, page):
     asked = watch_requests(page)
     page.goto(hostile)
     wait_idle(page)
-    page.get_by_role("combobox", name="Run").click()
-    page.get_by_role("option", name=NAME, exact=True).click()
+    choose(page.get_by_role("combobox", name="Run"), page.get_by_role("option", name=NAME, exact=True))
     wait_idle(page)
     shown = page.get_by_text("boom ![e](http")
     expect(shown).to_be_visible()

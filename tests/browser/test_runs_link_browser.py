@@ -9,7 +9,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from browser_helpers import assert_page_whole, streamlit_server, to_chinese, wait_idle, wait_until_healthy
+from browser_helpers import assert_page_whole, choose, streamlit_server, to_chinese, wait_idle, wait_until_healthy
 from grpo_lab.rundir import annotations
 from labels_helpers import fake_run
 from variants_helpers import write_run
@@ -77,8 +77,7 @@ def test_a_run_picked_over_a_link_stays_picked_and_survives_the_language_switch(
     wait_idle(page)
     picker = page.get_by_role("combobox", name="Run", exact=True)
     expect(picker).to_have_value(re.compile(r"^k1\b"), timeout=WAIT)
-    picker.click()
-    page.get_by_role("option", name=re.compile(r"^k0\b")).click()
+    choose(picker, page.get_by_role("option", name=re.compile(r"^k0\b")))
     wait_idle(page)
     expect(picker).to_have_value(re.compile(r"^k0\b"), timeout=WAIT)  # the old address did not win it back
     expect(page).to_have_url(re.compile(r"run=k0\b"), timeout=WAIT)

@@ -9,7 +9,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from browser_helpers import assert_page_whole, streamlit_server, to_chinese, wait_idle, wait_until_healthy
+from browser_helpers import assert_page_whole, choose, streamlit_server, to_chinese, wait_idle, wait_until_healthy
 from grpo_lab.rundir import annotations
 from trainer_helpers import wait_until
 from variants_helpers import write_run
@@ -31,8 +31,7 @@ def test_tag_filter_delete_and_restore_a_run(manage_server, page):
     url, runs = manage_server
     page.goto(url)
     wait_idle(page)
-    page.get_by_role("combobox", name="Run").click()
-    page.get_by_role("option", name="m1", exact=True).click()
+    choose(page.get_by_role("combobox", name="Run"), page.get_by_role("option", name="m1", exact=True))
     # the rerun that draws m1's form can start late on a loaded machine: typed into the last run's
     # form, the save goes to that run (seen once in a full suite); m1's links mean m1's form is drawn
     expect(page.locator("a[href='live?run=m1']")).to_be_visible(timeout=WAIT)
@@ -43,9 +42,10 @@ def test_tag_filter_delete_and_restore_a_run(manage_server, page):
     page.get_by_role("button", name="Save tags and note").click()
     expect(page.get_by_text("Saved the tags and note of m1 at")).to_be_visible(timeout=WAIT)
     assert annotations.read(runs / "m1").tags == ("keep", "best")
+    wait_idle(page)
 
-    page.locator("[data-testid=stMultiSelect]").filter(has_text="Tags").click()
-    page.get_by_role("option", name="keep", exact=True).click()
+    choose(page.locator("[data-testid=stMultiSelect]").filter(has_text="Tags"),
+           page.get_by_role("option", name="keep", exact=True))
     expect(page.get_by_text("Runs 1–1 of the 1 that match (3 in all)")).to_be_visible(timeout=WAIT)
     page.keyboard.press("Escape")
     wait_idle(page)

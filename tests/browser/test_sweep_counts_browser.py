@@ -74,7 +74,12 @@ def sweep_server(tmp_path_factory):
             write_launch(runs, LAUNCHING, trainer.pid, trainer.args)
             write_launch(runs, DIED, 4_000_002, ["python", "-m", "grpo_lab.trainer", "--name", DIED, "--sweep", "s",
                                                  "--variant", "b=1", "--runs-dir", str(runs)])  # no such process
-            assert launcher.is_trainer_of(trainer.pid, LAUNCHING, runs)  # the server's check, made here first
+            # the server's check, made here first. Popen returns once exec has begun, and the kernel sets
+            # the new /proc command line a moment later: a check at once can read it empty (seen in CI)
+            deadline = time.time() + 30
+            while not launcher.is_trainer_of(trainer.pid, LAUNCHING, runs):
+                assert trainer.poll() is None and time.time() < deadline, "the stub trainer never looked like one"
+                time.sleep(0.05)
             with streamlit_server(runs) as url:
                 wait_until_healthy(url, runs)
                 yield url
