@@ -7,6 +7,7 @@ create it leaves nothing either (open_run).
 
 from __future__ import annotations
 
+import gc
 import logging
 import math
 import os
@@ -267,6 +268,9 @@ def train(cfg: Config, tasks: tuple[Task, Task | None] | None = None) -> int:
     except BaseException:
         stop.restore()
         raise
+    if not gc.isenabled():  # the command line set up without collections (__main__): keep its objects out of them
+        gc.freeze()
+        gc.enable()
     log, writer = comps.log, comps.writer
     start = time.time()
     step = first_step - 1
