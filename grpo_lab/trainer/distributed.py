@@ -219,7 +219,10 @@ class Dist:
         if self.active and dist.is_initialized():
             # leave together: a gloo rank that tears down while a peer is still in its last collective
             # can abort at exit ("terminate called without an active exception", about 1 run in 8)
-            gc.collect()  # DDP / FSDP wrappers in reference cycles hold the group: free them first
+            # DDP / FSDP wrappers in reference cycles hold the group: free them first. Set-up froze
+            # them out of collections (run.py), so they are let back in
+            gc.unfreeze()
+            gc.collect()
             dist.barrier()
             dist.destroy_process_group()
 

@@ -271,6 +271,7 @@ def train(cfg: Config, tasks: tuple[Task, Task | None] | None = None) -> int:
     if not gc.isenabled():  # the command line set up without collections (__main__): keep its objects out of them
         gc.freeze()
         gc.enable()
+    comps.stop_requested = lambda: bool(stop)  # a stop during sampling ends a reward's wait for ratings too
     log, writer = comps.log, comps.writer
     start = time.time()
     step = first_step - 1
@@ -391,4 +392,7 @@ def train(cfg: Config, tasks: tuple[Task, Task | None] | None = None) -> int:
         if comps.lock is not None:
             comps.lock.release()  # the process may go on (train() called from Python): free the run
         if not failed:  # after a failure the group may be broken: the process just ends
+            # the models go before the group: a DDP reducer freed after it ends the group itself, holding
+            # the GIL while it waits for a gloo thread that needs the GIL (a resume hung so, once in a suite)
+            del comps
             d.close()
