@@ -7,6 +7,8 @@ import json
 import math
 import os
 import signal
+import subprocess
+import sys
 import time
 
 import pytest
@@ -17,7 +19,7 @@ from grpo_lab.rewards import context, human
 from grpo_lab.rundir import labels
 from grpo_lab.rundir.status import read_status
 from grpo_lab.objective.functions import group_advantages
-from trainer_helpers import SMALL, read_table, start_trainer, wait_trainers, wait_until
+from trainer_helpers import ROOT, SMALL, read_table, start_trainer, trainer_cmd, wait_trainers, wait_until
 
 
 def test_doctests():
@@ -51,6 +53,18 @@ def test_scores_from_ratings_of_this_text_only(tmp_path):
     assert labels.waiting(tmp_path) is None  # the reward clears its waiting record
 
 
+def wait_under_a_trainer(where, wait_s: float) -> tuple[list, float, list[int]]:
+    """wait_for_ratings of ["x", "y"] (one group wanted) with a SIGTERM handler standing in for the
+    trainer's: (scores, seconds waited, the signals that handler got)."""
+    stops: list[int] = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: stops.append(signum))
+    try:
+        scores, waited = human.wait_for_ratings(where, ["x", "y"], min_groups=1, wait_s=wait_s, poll_s=0.01)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    return scores, waited, stops
+
+
 def test_ratings_given_just_before_a_stop_are_used(tmp_path, monkeypatch):
     """The race CI met: the trainer reads (nothing rated), ratings land, then the stop arrives; the
     step must still train on those ratings, so a stop is followed by one more read."""
@@ -67,12 +81,7 @@ def test_ratings_given_just_before_a_stop_are_used(tmp_path, monkeypatch):
         return df
 
     monkeypatch.setattr(labels, "read", read_then_rate_then_stop)
-    stops: list[int] = []
-    previous = signal.signal(signal.SIGTERM, lambda signum, frame: stops.append(signum))
-    try:
-        scores, waited = human.wait_for_ratings(where, ["x", "y"], min_groups=1, wait_s=600, poll_s=0.01)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    scores, waited, stops = wait_under_a_trainer(where, wait_s=600)
     assert stops == [signal.SIGTERM]  # the trainer's own handler still ran
     assert scores == [1.0, 0.0] and reads == [0, 2] and waited < 60
 
@@ -88,15 +97,59 @@ def test_a_stop_right_after_the_waiting_record_shows_ends_the_wait(tmp_path, mon
         os.kill(os.getpid(), signal.SIGTERM)
 
     monkeypatch.setattr(labels, "set_waiting", set_waiting_then_stop)
-    stops: list[int] = []
-    previous = signal.signal(signal.SIGTERM, lambda signum, frame: stops.append(signum))
-    try:
-        scores, waited = human.wait_for_ratings(where, ["x", "y"], min_groups=1, wait_s=20, poll_s=0.01)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    scores, waited, stops = wait_under_a_trainer(where, wait_s=20)
     assert stops == [signal.SIGTERM] and scores == [None, None]
     assert waited < 10  # not the 20 s wait_s
     assert labels.waiting(tmp_path) is None
+
+
+def test_a_stop_asked_before_the_wait_began_ends_it_at_once(tmp_path):
+    """A stop that reached the trainer while it sampled came before the wait's own handler: the
+    wait asks the trainer (stop_requested) instead of waiting out wait_s for a signal already gone."""
+    where = context.StepSamples(run_dir=tmp_path, step=1, group_size=2, prompt_ids=["a"], prompts=["a="],
+                                stop_requested=lambda: True)
+    labels.set_waiting(tmp_path, step=1, groups=[{"group": 0, "prompt_id": "a", "prompt": "a=",
+                                                  "completions": ["x", "y"]}])
+    labels.add(tmp_path, step=1, group=0, sample=0, score=1, labeler="ann")  # rated while sampling went on
+    scores, waited = human.wait_for_ratings(where, ["x", "y"], min_groups=1, wait_s=20, poll_s=0.01)
+    assert scores == [1.0, None] and waited < 10  # what was rated, read once; not the 20 s wait_s
+    assert labels.waiting(tmp_path) is None
+
+
+# python -m grpo_lab.trainer, whose step-1 sampling ends with a SIGTERM to itself: a stop given
+# during sampling, before the human reward's wait (and its stop handler) begins
+STOP_WHILE_SAMPLING = """
+import os, signal, sys
+from grpo_lab.trainer import sampling
+from grpo_lab.trainer.__main__ import main
+
+sample = sampling.sample
+def sample_then_stop(*args, **kwargs):
+    out = sample(*args, **kwargs)
+    os.kill(os.getpid(), signal.SIGTERM)
+    return out
+sampling.sample = sample_then_stop
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_stop_during_sampling_does_not_wait_for_ratings(tmp_path):
+    config = tmp_path / "human.json"
+    config.write_text(json.dumps({"rewards": {"human": 1.0},
+                                  "reward_params": {"human": {"wait_s": 600, "poll_s": 0.1}}}))
+    script = tmp_path / "stop_while_sampling.py"
+    script.write_text(STOP_WHILE_SAMPLING)
+    runs = tmp_path / "runs"
+    cmd = [sys.executable, str(script), *trainer_cmd(runs, "early", *SMALL, "--max-steps", "3",
+                                                      "--config", str(config))[3:]]
+    began = time.monotonic()
+    done = subprocess.run(cmd, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert time.monotonic() - began < 200  # start-up and one step; not the 600 s wait
+    status = read_status(runs / "early" / "status.json")
+    assert status["state"] == "stopped" and status["step"] == 1
+    assert read_table(runs / "early", "samples")["rewards/human"].isna().all()  # nobody rated: no score
 
 
 def test_live_run_trains_on_the_ratings_given_while_it_waits(tmp_path):

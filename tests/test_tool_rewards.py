@@ -99,7 +99,8 @@ def test_a_user_reward_receives_the_messages_and_the_calls_through_score_rollout
     correct = rewards.build("correctness")
     c = SimpleNamespace(cfg=cfg, task=SimpleNamespace(rows=rows), dist=SimpleNamespace(writer=True),
                         log=logging.getLogger("test"), reward_notes={}, tool_setup=tool_setup(),
-                        reward_fns={"used_the_tool": (used_the_tool, 1.0), "correctness": (correct, 1.0)})
+                        reward_fns={"used_the_tool": (used_the_tool, 1.0), "correctness": (correct, 1.0)},
+                        stop_requested=lambda: False)
     ids = torch.tensor([[5, 6, 7, 0], [5, 6, 0, 0], [5, 0, 0, 0]])
     rollout = Rollout(input_ids=torch.cat([torch.ones(3, 2, dtype=torch.long), ids], dim=1),
                       attention_mask=torch.ones(3, 6, dtype=torch.long), prompt_len=2,

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import contextlib
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from grpo_lab.objective.options import group_of
 
@@ -27,6 +27,8 @@ class StepSamples:
     group_size: int
     prompt_ids: list[str]  # one per group
     prompts: list[str]  # one per group: the prompt as the model saw it (chat template applied)
+    # whether the run was asked to stop before this call (a stop during sampling): a waiting reward ends at once
+    stop_requested: Callable[[], bool] = field(default=lambda: False, compare=False, repr=False)
 
     def key(self, i: int) -> tuple[int, int]:
         """(group, sample_idx) of completion i."""
@@ -59,4 +61,4 @@ def of_step(c, rows: list[dict], step: int) -> StepSamples | None:
         return None
     return StepSamples(run_dir=Path(cfg.run_dir), step=step, group_size=cfg.group_size,
                        prompt_ids=[str(r.get("prompt_id", "")) for r in rows],
-                       prompts=[str(r.get("prompt", "")) for r in rows])
+                       prompts=[str(r.get("prompt", "")) for r in rows], stop_requested=c.stop_requested)

@@ -14,8 +14,9 @@ have passed, then goes on with what it has. The rules:
 - the ratings read are those given up to the moment of the last read, which `labels/closed.json`
   keeps (labels.close_step): a rating given later is late, kept for the reward model and exports,
   never part of the step's reward;
-- a stop (SIGTERM, Ctrl-C) ends the wait at once: the step trains on what is rated, then the run
-  stops as usual (checkpoint; `--resume` goes on with the next step).
+- a stop (SIGTERM, Ctrl-C), during the wait or before it (while the step sampled), ends the wait at
+  once: the step trains on what is rated, then the run stops as usual (checkpoint; `--resume` goes on
+  with the next step).
 
 It needs to know where the completions sit in the run (rewards/context.py), which the trainer tells
 it for a step's scoring on one process without dynamic sampling; elsewhere (the dry run, evaluation,
@@ -91,7 +92,7 @@ def wait_for_ratings(where: context.StepSamples, texts: list[str], *, min_groups
             while True:
                 # the stop is noted before the read, so the last read sees every rating given before it;
                 # the read's moment too: ratings given after it are late (close_step), not read now
-                stop, now = bool(stopped), time.time()
+                stop, now = bool(stopped) or where.stop_requested(), time.time()
                 df = labels.read(where.run_dir)
                 scores = _scores(df[df["time"] <= now], where, shas, labeler)
                 full = sum(all(scores[g * G + j] is not None for j in range(G)) for g in range(n_groups))

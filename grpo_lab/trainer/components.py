@@ -45,6 +45,7 @@ class Components:
     skipped_update: str | None = None
     extra_kinds: dict[str, str] = field(default_factory=dict)  # log_extra column -> "number" or "text" (records)
     dist: Dist = field(default_factory=Dist)  # this process's place among several (grpo_lab/trainer/distributed.py)
+    stop_requested: Callable[[], bool] = lambda: False  # a stop signal arrived (run.py's StopRequested)
 
     def __post_init__(self) -> None:
         if self.device.type == "cuda":
