@@ -58,6 +58,11 @@ def sample(seen: dict, stop: threading.Event, me: int) -> None:
         stop.wait(1.0)
 
 
+def why_heading(line: str) -> bool:
+    """The heading of pytest's ERRORS or FAILURES section."""
+    return line.startswith("=") and (" ERRORS " in line or " FAILURES " in line)
+
+
 def main(args: list[str]) -> int:
     cmd = [sys.executable, "-m", "pytest", "-q", *MAKE_TEST, *args]
     before = {pid: cpu for pid, (cpu, _) in snapshot(os.getpid(), {}).items()}
@@ -80,6 +85,11 @@ def main(args: list[str]) -> int:
             by_kind[name] = by_kind.get(name, 0.0) + used
     lines = result.stdout.strip().splitlines()
     slowest = next((i for i, line in enumerate(lines) if "slowest" in line and line.startswith("=")), len(lines) - 1)
+    failed = next((i for i, line in enumerate(lines) if why_heading(line)), None)
+    if failed is not None:  # why each failed: a flaky test may show it only this once
+        end = next((i for i in range(failed + 1, len(lines)) if lines[i].startswith("=") and not why_heading(lines[i])),
+                   slowest)
+        print("\n".join(lines[failed:end]))
     print("\n".join(lines[slowest:]) if lines else "(no pytest output)")  # --durations=N's list, then the summary
     print(f"wall {wall:.0f} s; machine CPU {total:.0f} s (user + nice + system, {psutil.cpu_count()} cores)")
     for name, used in sorted(by_kind.items(), key=lambda kv: -kv[1]):

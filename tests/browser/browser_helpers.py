@@ -22,6 +22,7 @@ from pathlib import Path
 
 import yaml
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+from playwright.sync_api import expect
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))  # trainer_helpers, also when only tests/browser is collected
@@ -132,6 +133,25 @@ def choose(opener, option, tries: int = 3) -> None:
         except PlaywrightTimeoutError:
             if attempt == tries - 1:
                 raise
+
+
+def type_to_choose(page, box, text: str, tries: int = 3) -> None:
+    """Type `text` into select box `box`, then Enter once the list shows only that option; for a
+    list that opens past the viewport's edge, where an option cannot be clicked. A rerun landing
+    between the typing and the Enter closes the list and keeps the typed text, so the Enter picks
+    nothing (seen under load): the box is opened and typed into again until it holds `text`."""
+    for attempt in range(tries):
+        box.click()
+        box.fill(text)
+        try:
+            expect(page.get_by_role("option")).to_have_text([text], timeout=10_000)
+            box.press("Enter")
+            expect(box).to_have_value(text, timeout=10_000)
+            return
+        except AssertionError:
+            if attempt == tries - 1:
+                raise
+            box.press("Escape")
 
 
 def to_chinese(page, heading: str) -> None:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from playwright.sync_api import expect
 
-from browser_helpers import (assert_page_whole, click_until, locale, streamlit_server, to_chinese, wait_idle,
+from browser_helpers import (assert_page_whole, locale, streamlit_server, to_chinese, type_to_choose, wait_idle,
                              wait_until_healthy)
 from grpo_lab.rundir.layout import RunPaths, write_json_atomic
 from grpo_lab.rundir.writer import RunWriter
@@ -73,15 +73,8 @@ def test_a_sweep_does_not_compare_a_kl_that_beta_0_did_not_measure(kl_server, pa
     final_kl = text["variants.metric_final_KL"]
 
     # the verdict on final KL: beta=0 did not measure it, so no difference is claimed
-    option = page.get_by_role("option", name=final_kl, exact=True)
     picker = page.get_by_test_id("stSelectbox").get_by_role("combobox", name=words["metric"], exact=True)
-    click_until(page, picker, option)
-    picker.fill(final_kl)  # typed, not clicked: the list opens below the page's last line, past the viewport
-    # Enter picks the list's first option once the typed text has filtered it; pressed before that,
-    # it picks nothing and the box keeps the text while the page stays on final reward (seen in CI)
-    expect(page.get_by_role("option")).to_have_text([final_kl])
-    picker.press("Enter")
-    expect(picker).to_have_value(final_kl)
+    type_to_choose(page, picker, final_kl)  # typed: the list opens below the page's last line, past the viewport
     wait_idle(page)
     verdict = page.locator("[data-testid=stMarkdownContainer]").filter(has_text=final_kl).filter(has_text=ZERO).last
     expect(verdict).to_contain_text(words["not_measured"])

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from playwright.sync_api import expect
 
-from browser_helpers import ROOT, free_port, stop_server, wait_idle, wait_until_healthy
+from browser_helpers import ROOT, free_port, main_text, stop_server, wait_idle, wait_until_healthy
 from grpo_lab.dashboard.launching import launcher
 from grpo_lab.rundir.layout import read_json
 from grpo_lab.rundir.reader import read_run
@@ -112,8 +112,14 @@ def test_a_queued_sweep_moves_with_no_runs_page_open_and_after_a_restart(tmp_pat
         page.get_by_role("button", name="Start training").click()
         # one slot: the first run starts, the other two wait in the queue (records in .launcher/, written
         # before the form's rerun)
-        records = wait_until(lambda: len(recs := launch_records(runs)) == 3 and recs, 60,
-                             "the sweep's three launch records", alive=server, every=0.3)
+        try:
+            records = wait_until(lambda: len(recs := launch_records(runs)) == 3 and recs, 60,
+                                 "the sweep's three launch records", alive=server, every=0.3)
+        except AssertionError as exc:  # seen once in a full suite: what the page and the server said
+            log = tmp_path / "streamlit.log"
+            raise AssertionError(f"{exc}; records: {sorted(launch_records(runs))}; the page: "
+                                 f"{main_text(page)[-1500:]!r}; the server: "
+                                 f"{log.read_text()[-1500:] if log.exists() else ''!r}") from None
         first = [n for n, r in records.items() if r.get("pid")]
         queued = sorted((n for n, r in records.items() if r.get("queued")), key=lambda n: records[n]["queued_at"])
         assert len(first) == 1 and len(queued) == 2, records
