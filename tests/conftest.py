@@ -25,7 +25,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 # No collections while the test modules import torch, transformers, pandas and streamlit: what they
 # load lives the whole session, and is frozen once collected so the tests' collections skip it
-# (collecting the suite on one process: 11.5 s of CPU before, 6.5 s after). The trainer does the same.
+# (collecting the suite on one process: 11.5 s of CPU before, 6.6 s after). The trainer does the same.
 gc.disable()
 
 
