@@ -21,7 +21,7 @@ RANK_REFUSAL_WAIT_S = 10.0
 def main(argv: list[str] | None = None) -> int:
     # No collections while torch, transformers and the models load: what they allocate lives all run,
     # and train() freezes it once set up, so later collections skip it (a 3-step demo run: 5.0 s of
-    # CPU before, 3.0 s after; bench/bench_trainer_start.py)
+    # CPU before, 3.5 s after; bench/bench_trainer_start.py)
     gc.disable()
     try:
         cfg = load_config(argv)

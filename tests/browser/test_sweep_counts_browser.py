@@ -22,6 +22,7 @@ from playwright.sync_api import expect
 from browser_helpers import assert_page_whole, locale, streamlit_server, to_chinese, wait_idle, wait_until_healthy
 from grpo_lab.dashboard.launching import launcher
 from test_sweep_counts import DIED, EXPECTED, LAUNCHING, _state
+from trainer_helpers import wait_until
 from variants_helpers import write_run
 
 QUEUED = "s-b_1-s0"
@@ -76,10 +77,8 @@ def sweep_server(tmp_path_factory):
                                                  "--variant", "b=1", "--runs-dir", str(runs)])  # no such process
             # the server's check, made here first. Popen returns once exec has begun, and the kernel sets
             # the new /proc command line a moment later: a check at once can read it empty (seen in CI)
-            deadline = time.time() + 30
-            while not launcher.is_trainer_of(trainer.pid, LAUNCHING, runs):
-                assert trainer.poll() is None and time.time() < deadline, "the stub trainer never looked like one"
-                time.sleep(0.05)
+            wait_until(lambda: launcher.is_trainer_of(trainer.pid, LAUNCHING, runs), 30,
+                       "the stub trainer to look like one", alive=trainer)
             with streamlit_server(runs) as url:
                 wait_until_healthy(url, runs)
                 yield url
