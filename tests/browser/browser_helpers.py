@@ -139,13 +139,16 @@ def type_to_choose(page, box, text: str, tries: int = 3) -> None:
     """Type `text` into select box `box`, then Enter once the list shows only that option; for a
     list that opens past the viewport's edge, where an option cannot be clicked. A rerun landing
     between the typing and the Enter closes the list and keeps the typed text, so the Enter picks
-    nothing (seen under load): the box is opened and typed into again until it holds `text`."""
+    nothing (seen under load). Typed text stays in the box until it loses focus, so the choice is
+    checked after a blur, which puts back the chosen value (tried on Streamlit 1.67: typed, blurred,
+    the box reads the old choice; typed, Enter, blurred, the new one); if it is not `text`, again."""
     for attempt in range(tries):
         box.click()
         box.fill(text)
         try:
             expect(page.get_by_role("option")).to_have_text([text], timeout=10_000)
             box.press("Enter")
+            box.blur()
             expect(box).to_have_value(text, timeout=10_000)
             return
         except AssertionError:
