@@ -103,10 +103,13 @@ def wait_until_healthy(url: str, runs: Path, timeout: float = 120) -> None:
 # --- a page -------------------------------------------------------------------------------------
 
 def wait_idle(page, timeout: float = 60_000) -> None:
-    """Until Streamlit has finished running the script (no 'Running...' status)."""
+    """Until Streamlit has finished running the script. Read from the app's script-state attribute:
+    the 'Running...' status widget shows only after 500 ms of running (Streamlit 1.67's frontend),
+    so a short run, or the first 500 ms of a long one, looked idle and its elements were read stale."""
     page.wait_for_selector("[data-testid=stApp]")
     page.wait_for_timeout(300)  # a run that a click asked for may not have started yet
-    page.wait_for_function("!document.querySelector('[data-testid=stStatusWidget]')", timeout=timeout)
+    page.wait_for_function("['notRunning', 'compilationError'].includes("
+                           "document.querySelector('[data-testid=stApp]')?.dataset.testScriptState)", timeout=timeout)
 
 
 def click_until(page, target, expected, tries: int = 3) -> None:
