@@ -15,6 +15,8 @@ import streamlit as st  # noqa: E402
 
 from grpo_lab.dashboard import access, i18n  # noqa: E402
 from grpo_lab.dashboard.i18n import t  # noqa: E402
+from grpo_lab.dashboard.reading import data  # noqa: E402
+from grpo_lab.rewards import sandbox  # noqa: E402
 
 st.set_page_config(page_title="GRPO lab", page_icon="🧪", layout="wide")
 st.set_option("client.toolbarMode", "minimal")  # no "Deploy" button: config.toml is read only from the cwd
@@ -42,6 +44,8 @@ navigation = st.navigation({
 })
 
 access.gate()  # a visitor from another machine needs the token
+# rewards built in this process (the rescore form) start no interpreter the launch form would refuse
+sandbox.set_program_check(lambda python: access.check_program(python, data.runs_dir()))
 
 # --- sidebar: the language switch (every page follows it) --------------------------------------
 with st.sidebar:

@@ -34,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -79,6 +80,18 @@ class RunResult:
     output: str  # the tail of stdout+stderr, for error messages
 
 
+# A process that scores for others (the dashboard) installs the check that every interpreter a reward
+# names must pass before this module starts it, even unsandboxed to ask for its library folders.
+# The trainer and the command lines, started by the person at the machine, install none.
+_program_check: Callable[[str], str | None] | None = None
+
+
+def set_program_check(check: Callable[[str], str | None] | None) -> None:
+    """check(path) -> None to allow, or one line saying why not; None removes the check."""
+    global _program_check
+    _program_check = check
+
+
 def resolve_isolation(
     python: str | None = None, user: str | int | None = "nobody", allow_unsandboxed: bool = False
 ) -> Isolation:
@@ -90,6 +103,8 @@ def resolve_isolation(
     readable by it (one under /root is not): `python` if given, else the first of
     sys.executable, /usr/bin/python3, /usr/local/bin/python3 that works.
     """
+    if python is not None and _program_check is not None and (refused := _program_check(str(python))):
+        raise ValueError(f"sandbox: {refused}")
     allow = allow_unsandboxed or os.environ.get(ALLOW_UNSANDBOXED_ENV, "") not in ("", "0")
     return _resolve(python, user, bool(allow), shutil.which("bwrap"))
 

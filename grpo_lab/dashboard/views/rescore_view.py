@@ -4,8 +4,9 @@ A rescore scores the completions a run already has with other rewards or weights
 RUN/rescores/<name>/, holds the new rewards and the advantages they give. Here the shown group's
 completions get both side by side, a changed reward and a flipped advantage marked, and the rescore's
 summary above. The form takes registered rewards, and `module:function` ones from the modules
-GRPO_LAB_REWARD_MODULES allows (the launch form's rule, access.check_launch); it scores in this
-process under a spinner (the same code as `grpo-lab-rescore`).
+GRPO_LAB_REWARD_MODULES allows, and parameters whose paths pass the launch form's rule (one function,
+access.check_launch, over the rewards and all their parameters); it scores in this process under a
+spinner (the same code as `grpo-lab-rescore`).
 """
 
 from __future__ import annotations
@@ -123,7 +124,9 @@ def start(info: RunInfo, spec: str, params: str, name: str, force: bool) -> None
     except rescore.RescoreError as exc:
         st.error(markup.md(str(exc)))
         return
-    refused = access.check_launch({"rewards": request.rewards}, data.runs_dir())
+    # the launch form's check over everything the rewards are built with: a path in reward_params
+    # (an interpreter, a ratings file) is the launch form's question, not only the reward names
+    refused = access.check_launch(request.launch_values(), data.runs_dir())
     if refused:
         st.error(markup.md(refused))
         return
