@@ -146,6 +146,33 @@ def test_hostile_trl_folders_get_one_line(tmp_path, capsys):
         assert list(runs.iterdir()) == [], case
 
 
+def memo_expansion(levels: int = 12, width: int = 10) -> bytes:
+    """A pickled {"reward_weights": L12} where L0 = "lol" and each L(k) is a list of `width` memo
+    references to L(k-1): about 300 bytes that hold 10^12 values once walked ("billion laughs")."""
+    import pickle
+
+    value: object = "lol"
+    for _ in range(levels):
+        value = [value] * width
+    return pickle.dumps({"reward_weights": value}, protocol=2)
+
+
+def test_a_memo_expansion_training_args_is_refused_in_one_line(tmp_path):
+    """A real subprocess: before, turning the options into plain values never finished (killed at 120 s)."""
+    import zipfile
+
+    source = trl_folder(tmp_path / "laughs")
+    with zipfile.ZipFile(source / "training_args.bin", "w") as archive:
+        archive.writestr("training_args/data.pkl", memo_expansion())
+    runs = tmp_path / "runs"
+    done = subprocess.run([sys.executable, "-m", "grpo_lab.rundir.import", str(source), "--name", "x",
+                           "--runs-dir", str(runs)], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr[-500:]
+    assert ("training_args.bin: expected TRL's training_args.bin (a saved GRPOConfig); the pickle would build "
+            "more than 262,144 values and characters") in done.stderr
+    assert not runs.exists() or list(runs.iterdir()) == []
+
+
 def test_the_widest_step_a_run_directory_holds_imports_and_reads_back(tmp_path):
     source = dump(tmp_path / "verl", {"99999999.jsonl": two_good_lines(), "7.jsonl": two_good_lines()})
     assert cli.main([str(source), "--name", "wide", "--runs-dir", str(tmp_path / "runs")]) == 0

@@ -9,6 +9,7 @@ the file (and the line), never a traceback, a hang, or a value the pages cannot 
 - Text: a prompt or completion of at most MAX_TEXT_CHARS characters; a verl line of at most
   MAX_LINE_BYTES bytes; JSON nested at most MAX_DEPTH levels.
 - Files: regular files only (a FIFO would block the import for good), opened without blocking.
+- Pickles (TRL's training_args.bin): measured before they are loaded, pickle_limits.py.
 """
 
 from __future__ import annotations

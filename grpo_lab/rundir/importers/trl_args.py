@@ -6,6 +6,8 @@ dataclass and the enums and accelerate objects it holds. A pickle names the clas
 unpickling calls them, so a folder from someone else could run code if it were loaded as usual.
 Here every class the pickle names is replaced by an inert record (`_Stub`) that keeps the
 arguments and state it is given, and nothing is imported: the options come back as plain values.
+Before it is loaded, the pickle is measured (pickle_limits.py): a few hundred bytes can describe
+10^12 values through shared parts, which no reader would finish walking.
 What TRL 1.16 writes nowhere else: `reward_weights` (trainer_state.json has no options).
 
 >>> import pickle, types
@@ -21,7 +23,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from grpo_lab.rundir.importers import limits
+from grpo_lab.rundir.importers import limits, pickle_limits
 from grpo_lab.rundir.importers.build import SourceError
 
 NAME = "training_args.bin"
@@ -67,6 +69,7 @@ def _plain(value: Any, depth: int = 0) -> Any:
 
 def read_pickle(data: bytes) -> dict[str, Any]:
     """The options of a pickled GRPOConfig as {name: plain value}."""
+    pickle_limits.measure(data)  # ValueError, one line: past a limit, or not a pickle
     try:
         obj = _InertUnpickler(io.BytesIO(data)).load()
     except Exception as exc:  # noqa: BLE001 - any malformed pickle is the source's problem, named by the caller
