@@ -26,7 +26,6 @@ dataset's prompt is passed as its rendered text: the samples table keeps no mess
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import re
 import sys
@@ -41,11 +40,12 @@ import pandas as pd
 
 from grpo_lab import rewards
 from grpo_lab.objective.options import STD_MODES
-from grpo_lab.rundir import rescores
+from grpo_lab.rundir import json_file, rescores
 from grpo_lab.rundir.layout import valid_run_name
 from grpo_lab.rundir.query import query
 from grpo_lab.rundir.reader import open_regular
 
+PARAMS_DEPTH = 8  # --reward-params nests 2 levels (reward -> parameter); a list or mapping value a few more
 EXAMPLES = 100  # (step, group) pairs the summary lists for each kind of change
 CHANGED_TOL = 1e-6  # a reward that moved less (relative) only lost float digits (an import's float64 vs float32)
 # The answer column under the names other trainers' rewards read it (docs/run-directory.md, `answer`)
@@ -119,10 +119,10 @@ def _params(params: str | dict | None) -> dict[str, dict]:
     if params is None or params == "":
         return {}
     if isinstance(params, str):
-        try:
-            params = json.loads(params)
-        except ValueError as exc:
-            raise RescoreError(f"--reward-params: not valid JSON ({exc})") from None
+        try:  # the runs folder's JSON reader: a 60,000-deep value is one line, not a RecursionError
+            params = json_file.parse(params, "--reward-params", PARAMS_DEPTH)
+        except json_file.JsonFileError as exc:
+            raise RescoreError(str(exc)) from None
     if not isinstance(params, dict) or not all(isinstance(v, dict) for v in params.values()):
         raise RescoreError("--reward-params: a JSON mapping of reward names to mappings of parameters, "
                            'e.g. {"length": {"max_len": 8}}')
@@ -205,8 +205,8 @@ def tool_calls(turns_json: str | None, config: dict) -> list[dict]:
     from grpo_lab.trainer.conversation import calls, first_parameters  # noqa: PLC0415 - no torch
 
     try:
-        turns = json.loads(turns_json) if turns_json else []
-    except ValueError:
+        turns = json_file.parse(turns_json, "turns") if turns_json else []
+    except json_file.JsonFileError:  # a planted value (not JSON, too deep) reads as no calls
         return []
     named = [n.strip() for n in str(config.get("tools") or "").split(",") if n.strip() in BUILTIN]
     return calls(turns if isinstance(turns, list) else [], first_parameters({n: BUILTIN[n] for n in named}))
@@ -287,7 +287,10 @@ def rescore(run_dir: str | Path, request: Request, *, force: bool = False,
     if std_mode not in STD_MODES:
         raise RescoreError(f"run {run_dir.name}: std_mode {std_mode!r} in its config.json is not one of "
                            f"{', '.join(STD_MODES)}")
-    target = run_dir / rescores.RESCORES / request.name
+    try:  # RUN/rescores a symlink out of the run, or a file: refused before anything is scored
+        target = rescores.folder(run_dir) / request.name
+    except rescores.WriteError as exc:
+        raise RescoreError(str(exc)) from None
     if target.exists() and not force:
         raise RescoreError(f"--name: {rescores.RESCORES}/{request.name} exists in run {run_dir.name}; pick another --name or "
                            "pass --force to replace it")
@@ -380,7 +383,9 @@ def _run_config(run_dir: Path) -> dict:
         raise RescoreError(f"RUN: no run directory {run_dir}")
     try:
         with open_regular(run_dir / "config.json", run_dir) as fh:
-            config = json.loads(fh.read())
+            config = json_file.parse(fh.read(json_file.MAX_BYTES + 1), "config.json")
+    except json_file.JsonFileError as exc:
+        raise RescoreError(f"run {run_dir.name}: {exc}") from None
     except (OSError, ValueError) as exc:
         raise RescoreError(f"run {run_dir.name}: config.json cannot be read ({type(exc).__name__}: "
                            f"{str(exc).splitlines()[0][:160] if str(exc) else 'no detail'})") from None

@@ -75,9 +75,12 @@ def load(path: str | Path, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPT
         raise
     except OSError as exc:
         raise JsonFileError(f"{path.name} could not be read ({exc.strerror or exc})") from None
+    # checked on the descriptor, before open() wraps it: open() of a folder's descriptor raises
+    # IsADirectoryError, which is no ValueError (a folder named like a rating file took Groups down)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise JsonFileError(f"{path.name} is not a regular file (a folder, a FIFO or a device?), so it is not read")
     with open(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            raise JsonFileError(f"{path.name} is not a regular file (a FIFO or a device?), so it is not read")
         try:
             raw = fh.read(max_bytes + 1)  # never more than the cap, however large the file
         except OSError as exc:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from grpo_lab.dashboard import ui
+from grpo_lab.dashboard import parse, ui
 from grpo_lab.dashboard.reading import data, variants_data
 from grpo_lab.dashboard.views import compare_view, variants_view
 from grpo_lab.dashboard.i18n import t
@@ -15,7 +15,7 @@ st.title("⚖️ " + t("nav.compare"))
 with ui.guard(t("nav.compare")):
     sweeps = variants_data.sweeps()
     if sweeps:  # a sweep picked here becomes the address's ?sweep=, so the comparison is a link
-        current = st.query_params.get("sweep", "")
+        current = parse.run_name(st.query_params.get("sweep")) or ""
         options = ["", *sweeps] if current in sweeps or not current else ["", current, *sweeps]
         picked = st.selectbox(t("variants.pick_sweep"), options, index=options.index(current),
                               format_func=lambda s: s or t("variants.no_sweep_picked"), key="cmp_sweep")
@@ -26,7 +26,7 @@ with ui.guard(t("nav.compare")):
                 del st.query_params["sweep"]
             current = picked
     else:
-        current = st.query_params.get("sweep", "")
+        current = parse.run_name(st.query_params.get("sweep")) or ""
     if current:
         variants_view.render_sweep(current)
     else:

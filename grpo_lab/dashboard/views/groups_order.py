@@ -12,7 +12,7 @@ import math
 
 import streamlit as st
 
-from grpo_lab.dashboard import ui
+from grpo_lab.dashboard import parse, ui
 from grpo_lab.dashboard.i18n import per_language, t
 from grpo_lab.dashboard.reading import queries
 from grpo_lab.rundir import group_order
@@ -36,17 +36,17 @@ def follow_address() -> None:
     st.session_state[ADDRESS_KEY] = said
     step, sort = said
     if step is not None:
-        if step.isdigit() and int(step) >= 1:
-            st.session_state["groups_step"] = int(step)
+        if (number := parse.whole_number(step, low=1)) is not None:
+            st.session_state["groups_step"] = number
             st.session_state.pop("groups_mode", None)  # back to its default: browse by step
         else:
-            ui.warn([t("groups_order.bad_step", step=step)])
+            ui.warn([t("groups_order.bad_step", step=parse.shown(step))])
     if sort is not None:
         if sort in group_order.SORTS:
             st.session_state[per_language(SORT_KEY)] = sort
             st.session_state.pop("groups_mode", None)
         else:
-            ui.warn([t("groups_order.bad_sort", sort=sort, allowed=", ".join(group_order.SORTS))])
+            ui.warn([t("groups_order.bad_sort", sort=parse.shown(sort), allowed=", ".join(group_order.SORTS))])
 
 
 def write_address(step: int | None, sort: str) -> None:

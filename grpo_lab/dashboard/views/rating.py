@@ -17,6 +17,7 @@ import time
 import pandas as pd
 import streamlit as st
 
+from grpo_lab.dashboard import parse
 from grpo_lab.dashboard.i18n import per_language, t
 from grpo_lab.dashboard.views.markup import md
 from grpo_lab.rundir import labels
@@ -48,8 +49,8 @@ def parse_scores(text: str, size: int, scale: str) -> list[int | None]:
     for p in parts:
         if p in SKIP:
             out.append(None)
-        elif p.isdigit() and low <= int(p) <= high:
-            out.append(int(p))
+        elif (score := parse.whole_number(p, low, high)) is not None:
+            out.append(score)
         else:
             raise labels.LabelError(f"scores: {p!r} is not on the scale {scale} (whole numbers {low}..{high}, "
                                     "'-' to skip)")
@@ -65,7 +66,7 @@ def parse_order(text: str, size: int) -> list[int]:
     parts = [p for p in re.split(r"[\s,;>]+", text.strip()) if p]
     if len(parts) == 1 and len(parts[0]) > 1 and size <= 10:
         parts = list(parts[0])
-    if not all(p.isdigit() and int(p) < size for p in parts):
+    if not all(parse.whole_number(p, 0, size - 1) is not None for p in parts):
         raise labels.LabelError(f"order: sample indices 0..{size - 1}, best first, got {text.strip()!r}")
     order = [int(p) for p in parts]
     if len(set(order)) != len(order):
@@ -76,7 +77,7 @@ def parse_order(text: str, size: int) -> list[int]:
 def labeler() -> str:
     """The name typed once, remembered in the session and the address; '' until typed."""
     if not st.session_state.get(LABELER_KEY):  # also after a language switch, which makes the field anew (empty)
-        st.session_state[LABELER_KEY] = st.query_params.get("labeler", "")
+        st.session_state[LABELER_KEY] = str(st.query_params.get("labeler", ""))[:labels.MAX_LABELER]
 
     def remember() -> None:
         name = st.session_state[LABELER_KEY].strip()

@@ -41,12 +41,15 @@ def render(info: RunInfo, target: tuple[int, int], group: pd.DataFrame) -> None:
     if st.session_state.get(PICK_KEY) not in names:
         st.session_state[PICK_KEY] = names[0]
     name = st.selectbox(t("rescore.pick"), names, key=PICK_KEY)
-    summary = rescores.read_summary(info.path, name)
+    summary, problem = rescores.read_summary_checked(info.path, name)
     if summary is None:
-        st.warning(t("rescore.unreadable", name=markup.md(name)))
+        st.warning(t("rescore.unreadable", name=markup.md(name)) + f" ({markup.md(problem or '')})")
         return
     show_summary(summary)
-    rows = rescores.read_group(info.path, name, *target)
+    rows, problem = rescores.read_group_checked(info.path, name, *target)
+    if problem:
+        st.warning(t("rescore.unreadable", name=markup.md(name)) + f" ({markup.md(problem)})")
+        return
     if rows.empty:
         st.caption(t("rescore.not_in_rescore", step=target[0], group=target[1]))
         return
