@@ -23,6 +23,11 @@ USER_REWARDS = '''
 def huge(completions, **kwargs):
     special = [1e39, float("nan"), float("inf")]
     return [special[i] if i < len(special) else float(len(c) % 3) for i, c in enumerate(completions)]
+
+
+def both_signs(completions, **kwargs):
+    """1e39 and -1e39 (inf and -inf in float32, so the step's reward/mean is NaN) on 3 of 12 samples."""
+    return [(1e39 if i % 8 == 0 else -1e39) if i % 4 == 0 else float(len(c) % 3) for i, c in enumerate(completions)]
 '''
 
 
@@ -115,3 +120,17 @@ def test_the_default_stop_on_stops_the_run_at_the_skipped_step(user_module):
     status = read_status(user_module / "runs" / "stops" / "status.json")
     assert status["state"] == "stopped" and status["step"] == 1
     assert "update_skipped" in status["stop_reason"]
+
+
+def test_a_step_with_non_finite_rewards_stops_saying_so_not_that_nothing_was_scored(user_module):
+    """9 of 12 completions scored, 3 past float32 with both signs: reward/mean is NaN, as when nothing is
+    scored, but the stop line must say what happened (before: "no completion of the step was scored")."""
+    result = train(user_module, "signs", "--rewards", "user_rewards:both_signs", "--prompts-per-step", "3")
+    assert result.returncode == 3, result.stderr[-3000:]
+    last = result.stderr.strip().splitlines()[-1]
+    assert "by --stop-on critical" in last and "reward: 3 of 12 values not finite (-inf, inf)" in last, last
+    assert "no completion of the step was scored" not in result.stderr
+    run = user_module / "runs" / "signs"
+    assert read_table(run, "scalars")["reward/mean"].isna().all()
+    assert read_table(run, "events")["kind"].tolist() == ["update_skipped"]
+    assert "update_skipped" in read_status(run / "status.json")["stop_reason"]

@@ -139,17 +139,42 @@ class Doctor:
         return found
 
 
+def _none_fracs(m: dict[str, float]) -> dict[str, float]:
+    """Each reward function's share of the step's completions it did not score (rewards/<fn>/none_frac)."""
+    return {key[len("rewards/"):-len("/none_frac")]: value for key, value in m.items()
+            if key.startswith("rewards/") and key.endswith("/none_frac") and not key.startswith("rewards/log/")}
+
+
+def nothing_scored(m: dict[str, float]) -> bool:
+    """Whether no reward scored any completion of the step: every rewards/<fn>/none_frac is 1 (a
+    completion is scored when any reward scored it). Not reward/mean NaN: scores past float32 (1e39
+    and -1e39) make totals of inf and -inf, whose mean is NaN too, though most completions were
+    scored; the updates' guard names those ("reward: 3 of 12 values not finite (-inf, inf)"). Metrics
+    without the per-reward fractions: reward/mean NaN.
+
+    >>> nothing_scored({"reward/mean": math.nan, "rewards/f/none_frac": 0.25})
+    False
+    >>> nothing_scored({"reward/mean": math.nan, "rewards/f/none_frac": 1.0, "rewards/g/none_frac": 1.0})
+    True
+    >>> nothing_scored({"reward/mean": math.nan}), nothing_scored({"reward/mean": math.inf})
+    (True, False)
+    """
+    fractions = _none_fracs(m)
+    if fractions:
+        return all(frac == 1 for frac in fractions.values())
+    mean = m.get("reward/mean", 0.0)
+    return isinstance(mean, float) and math.isnan(mean)
+
+
 def reward_failures(m: dict[str, float], notes: dict[str, str]) -> list[tuple[str, str, str, str]]:
     """A run whose reward cannot be computed trains on nothing: critical at once.
 
     reward_failed: a reward scored no completion of the step and failed on some (raised, or
     returned no usable score); the first failure's message, and when its signature did not take
-    the call, the fix. reward_unscored: no reward scored any completion (reward/mean NaN).
+    the call, the fix. reward_unscored: no reward scored any completion (`nothing_scored`).
     ratings_missing (a warning): the same, because nobody rated the step within the human reward's wait."""
     out = []
-    failed = [key[len("rewards/"):-len("/none_frac")] for key in m
-              if key.startswith("rewards/") and key.endswith("/none_frac") and not key.startswith("rewards/log/")]
-    failed = [fn for fn in failed if m[f"rewards/{fn}/none_frac"] == 1 and m.get(f"rewards/{fn}/errors", 0) > 0]
+    failed = [fn for fn, frac in _none_fracs(m).items() if frac == 1 and m.get(f"rewards/{fn}/errors", 0) > 0]
     if failed:
         fn = failed[0]
         note = notes.get(fn, "")
@@ -164,9 +189,8 @@ def reward_failures(m: dict[str, float], notes: dict[str, str]) -> list[tuple[st
             suggestion = ("run the reward on one completion of the Groups page; train.log has each failure. A TRL "
                           "reward reads dataset columns by name (e.g. solution): the task must have them")
         out.append(("reward_failed", "critical", message, suggestion))
-    mean = m.get("reward/mean", 0.0)
     waited = m.get("rewards/log/human_wait_s")
-    if not (isinstance(mean, float) and math.isnan(mean)):
+    if not nothing_scored(m):
         return out
     if waited is not None and not failed:  # a person who did not rate in time: the run goes on, as the page said
         out.append(("ratings_missing", "warning", f"no group of the step was rated within the wait ({waited:.0f} s): "

@@ -13,14 +13,14 @@ which of these happened.
 
 from __future__ import annotations
 
-import math
+from grpo_lab.trainer.doctor import nothing_scored
 
 FINISHED, FAILED, REFUSED, DOCTOR_STOPPED = 0, 1, 2, 3
 
 
 class Scored:
-    """Whether any step of the run scored a completion (reward/mean not NaN: an inf mean was scored, with
-    a value float32 cannot hold, which the non-finite guard of updates.py handles on its own)."""
+    """Whether any step of the run scored a completion (doctor.nothing_scored: a reward scored one; an
+    inf or NaN mean of scores float32 cannot hold was scored, and the guard of updates.py handles it)."""
 
     def __init__(self) -> None:
         self.steps = 0
@@ -28,15 +28,15 @@ class Scored:
 
     def add(self, metrics: dict[str, float]) -> None:
         self.steps += 1
-        mean = metrics.get("reward/mean", math.nan)
-        self.scored += isinstance(mean, (int, float)) and not math.isnan(mean)
+        self.scored += not nothing_scored(metrics)
 
     def never(self) -> str | None:
         """The failure of a run whose rewards never scored anything (None when some step scored).
 
+        >>> import math
         >>> s = Scored(); s.add({"reward/mean": math.nan}); s.add({"reward/mean": math.nan}); s.never()[:46]
         'no reward scored any completion in its 2 steps'
-        >>> s.add({"reward/mean": math.inf}); s.never() is None
+        >>> s.add({"reward/mean": math.nan, "rewards/f/none_frac": 0.25}); s.never() is None  # +inf and -inf: scored
         True
         >>> s.add({"reward/mean": 0.5}); s.never() is None
         True
