@@ -35,7 +35,8 @@ def runs(tmp_path, monkeypatch):
 def plant(runs, name, argv, sign=False, **extra):
     entry = {"name": name, "queued": True, "argv": argv, "processes": 1, "queued_at": time.time(),
              "id": launcher.entry_id(), **extra}
-    if sign:
+    if sign:  # as launcher._queue signs: naming this dashboard's key
+        entry["key"] = launcher.key_id(runs)
         entry["signature"] = launcher.sign_entry(runs, entry)
     write_json_atomic(runs / launcher.LAUNCH_DIR / f"{name}.json", entry)
     return entry
@@ -45,15 +46,15 @@ def refused(runs) -> dict[str, str]:
     return {p.name: p.refused for p in launcher.pending(runs) if p.refused}
 
 
-def test_an_unsigned_entry_is_refused_and_reported_never_started(runs):
+def test_an_unsigned_entry_is_never_started_here_and_shown_as_another_dashboards(runs):
+    """Unsigned, or signed with another key: planted, or another dashboard's over this folder (another
+    GRPO_LAB_KEY_DIR). Never started here, nor refused for the other dashboard (the Runs page says why)."""
     plant(runs, "planted", PTY)
     assert launcher.start_queued(runs) == []
-    assert refused(runs)["planted"].startswith("this queue entry was not written by this dashboard")
     entry = next(p for p in launcher.pending(runs) if p.name == "planted")
-    assert not entry.queued and not entry.alive and entry.log.startswith("refused: ")
-    assert launcher.launch_log(runs, "planted").startswith("refused: this queue entry was not written")
+    assert entry.elsewhere and not entry.queued and not entry.alive and not entry.refused
     assert not (runs / launcher.LAUNCH_DIR / "planted.log").exists() and not (runs / "planted").exists()
-    assert launcher.start_queued(runs) == []  # a refusal is for good
+    assert launcher.start_queued(runs) == []
 
 
 def test_a_tampered_entry_is_refused(runs):
@@ -136,8 +137,31 @@ def test_a_config_the_trainer_wrote_passes_the_resume_check(runs):
 def test_the_runs_page_shows_a_refused_entry_with_its_reason(runs, monkeypatch):
     from app_helpers import open_page
 
-    plant(runs, "planted", PTY)
+    plant(runs, "planted", PTY, sign=True)
     monkeypatch.setenv("GRPO_LAB_RUNS_DIR", str(runs))
     at = open_page("runs")  # the page runs start_queued itself, as after a dashboard restart
-    assert any(str(c.value).startswith("refused: this queue entry was not written by this dashboard") for c in at.code)
+    assert any(str(c.value).startswith("refused: rewards: 'pty:spawn' imports module 'pty'") for c in at.code)
     assert not (runs / "planted").exists()
+
+
+def test_the_runs_page_says_why_another_dashboards_entry_waits_and_offers_the_ways_out(runs, monkeypatch):
+    """Before: refused for good as "not written by this dashboard", with no way to start it."""
+    from app_helpers import open_page
+
+    plant(runs, "planted", PTY)
+    plant(runs, "theirs", ["--name", "theirs", "--max-steps", "1"])
+    monkeypatch.setenv("GRPO_LAB_RUNS_DIR", str(runs))
+    monkeypatch.setattr(launcher, "training", lambda runs_dir: launcher.max_runs())  # every slot taken
+    at = open_page("runs")
+    at.selectbox(key="runs_pick").set_value("planted").run()
+    assert any("planted was queued by another dashboard" in w.value and "GRPO_LAB_KEY_DIR" in w.value
+               for w in at.warning), [w.value for w in at.warning]
+    assert "🔑 queued by another dashboard" in at.dataframe(key="runs_table").value["state"].tolist()
+    at.button(key="queue_here").click().run()  # checked as the form's values: refused, left as it was
+    assert any("rewards: 'pty:spawn' imports module 'pty'" in e.value for e in at.error)
+    assert next(p for p in launcher.pending(runs) if p.name == "planted").elsewhere
+    at.selectbox(key="runs_pick").set_value("theirs").run()
+    at.button(key="queue_here").click().run()
+    assert any("Queued theirs here" in s.value for s in at.success)
+    theirs = next(p for p in launcher.pending(runs) if p.name == "theirs")
+    assert theirs.queued and not theirs.elsewhere

@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
+
+import pytest
 
 from grpo_lab.dashboard.launching import launcher, scheduler
 from grpo_lab.rundir.reader import read_run
@@ -75,3 +78,56 @@ def test_one_scheduler_per_runs_folder_the_second_waits_for_the_lock(tmp_path, m
     finally:
         mine.send_signal(signal.SIGKILL)
         mine.wait()
+
+
+# --- two dashboards, two key folders, one runs folder ---------------------------------------------
+
+
+def queue_as(monkeypatch, keys, runs, name, **values):
+    """`name` queued by the dashboard whose key folder is `keys` (every slot taken: it waits)."""
+    monkeypatch.setenv(launcher.KEY_DIR_ENV, str(keys))
+    monkeypatch.setattr(launcher, "training", lambda runs_dir: launcher.max_runs())
+    assert launcher.launch({"name": name, "max_steps": 2, **values}, runs) == (name, 0)
+
+
+def test_another_dashboards_entry_waits_for_it_never_refused_and_each_key_has_its_scheduler(tmp_path, monkeypatch):
+    """Before: B's scheduler refused A's entry as unsigned, for good, and held the one scheduler lock."""
+    runs, a, b = tmp_path / "runs", tmp_path / "keys-a", tmp_path / "keys-b"
+    queue_as(monkeypatch, a, runs, "mine")
+    started = []
+    monkeypatch.setattr(launcher, "_start", lambda runs_dir, name, argv, processes=1: started.append(name) or 1)
+    monkeypatch.setattr(launcher, "training", lambda runs_dir: 0)  # slots are free
+
+    monkeypatch.setenv(launcher.KEY_DIR_ENV, str(b))  # dashboard B, another key folder
+    b_lock = scheduler.try_lock(runs)
+    assert b_lock is not None and launcher.start_queued(runs) == [] and started == []
+    entry, = launcher.pending(runs)
+    assert not entry.refused and entry.elsewhere and not entry.queued  # waits for A: not B's to refuse
+    monkeypatch.setenv(launcher.KEY_DIR_ENV, str(a))  # dashboard A: its scheduler has its own lock, and starts it
+    a_lock = scheduler.try_lock(runs)
+    assert a_lock is not None and launcher.pending(runs)[0].queued
+    assert launcher.start_queued(runs) == ["mine"] and started == ["mine"]
+    a_lock.close()
+    b_lock.close()
+
+
+def test_queue_here_checks_the_entry_as_the_launch_form_and_signs_it_with_this_key(tmp_path, monkeypatch):
+    runs, a, b = tmp_path / "runs", tmp_path / "keys-a", tmp_path / "keys-b"
+    queue_as(monkeypatch, a, runs, "mine")
+    queue_as(monkeypatch, a, runs, "odd")
+    # an entry with what the launch form refuses (planted, or changed by hand: no key's signature fits)
+    path = runs / launcher.LAUNCH_DIR / "odd.json"
+    record = json.loads(path.read_text())
+    path.write_text(json.dumps({**record, "argv": ["--name", "odd", "--rewards", "pty:spawn=1"], "key": "elsewhere"}))
+    before = path.read_bytes()
+    monkeypatch.setenv(launcher.KEY_DIR_ENV, str(b))
+    with pytest.raises(launcher.LaunchError, match="rewards: 'pty:spawn' imports module 'pty'"):
+        launcher.queue_here(runs, "odd")  # the form's check (access.check_launch), never the entry's word
+    assert path.read_bytes() == before  # refused here: left as it was
+    launcher.queue_here(runs, "mine")
+    mine = {p.name: p for p in launcher.pending(runs)}["mine"]
+    assert mine.queued and not mine.elsewhere  # B's now
+    with pytest.raises(launcher.LaunchError, match="not waiting in another dashboard's queue"):
+        launcher.queue_here(runs, "mine")
+    monkeypatch.setenv(launcher.KEY_DIR_ENV, str(a))
+    assert {p.name: p for p in launcher.pending(runs)}["mine"].elsewhere  # and A leaves it to B

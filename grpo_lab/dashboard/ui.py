@@ -17,7 +17,7 @@ from grpo_lab.rundir.reader import RunInfo
 
 log = logging.getLogger("dashboard")
 STATE_ICONS = {"starting": "⏳", "running": "🟢", "finished": "✅", "stopped": "⏹️", "failed": "❌",
-               "launching": "🚀", "queued": "⏸️", "failed to start": "❌", "unknown": "❔"}
+               "launching": "🚀", "queued": "⏸️", "queued elsewhere": "🔑", "failed to start": "❌", "unknown": "❔"}
 SELECTED = "run"  # session_state key: the run last opened on any page
 
 
@@ -35,7 +35,8 @@ def state_name(state: str) -> str:
     """A run state (status.json's `state`) in the current language; an unknown one as it is."""
     names = {"starting": t("state.starting"), "running": t("state.running"), "finished": t("state.finished"),
              "stopped": t("state.stopped"), "failed": t("state.failed"), "launching": t("state.launching"), "queued": t("state.queued"),
-             "failed to start": t("state.failed_to_start"), "unknown": t("state.unknown")}
+             "queued elsewhere": t("state.queued_elsewhere"), "failed to start": t("state.failed_to_start"),
+             "unknown": t("state.unknown")}
     return names.get(state, str(state))
 
 

@@ -85,6 +85,23 @@ def entry_signed(runs_dir: Path, record: dict[str, Any]) -> bool:
     return isinstance(signature, str) and hmac.compare_digest(signature, sign_entry(runs_dir, record))
 
 
+def key_id(runs_dir: Path) -> str:
+    """A public name for this dashboard's key over this runs folder (a MAC of nothing: it tells nothing
+    of the key), written into each queue entry it signs. Two dashboards may serve one runs folder with
+    different key folders (GRPO_LAB_KEY_DIR): each then knows the other's entries for what they are."""
+    return _mac("key id", runs_dir, None)[:16]
+
+
+def entry_signer(runs_dir: Path, record: dict[str, Any]) -> str:
+    """Who signed a queue entry: "this" dashboard (its key, a valid signature); "tampered" (it names
+    this dashboard's key, but the signature no longer matches: changed since it was signed); "other"
+    (another key, or none: another dashboard's queue over the same folder, or a planted file). An
+    "other" entry is never started here, nor refused: it waits for the dashboard that signed it."""
+    if entry_signed(runs_dir, record):
+        return "this"
+    return "tampered" if record.get("key") == key_id(runs_dir) else "other"
+
+
 def run_nonce(runs_dir: Path, name: str) -> str:
     """What a trainer launched for runs_dir/name finds in its environment (NONCE_ENV): bound to
     the resolved folder and keyed, so neither a decoy nor another folder's trainer has it."""

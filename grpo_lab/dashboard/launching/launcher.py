@@ -36,8 +36,8 @@ from grpo_lab import project_dir
 from grpo_lab.dashboard import access
 from grpo_lab.dashboard.launching.identity import cmdline, of_this_folder, option, runs_trainer_of
 from grpo_lab.dashboard.launching.keys import (KEY_DIR_ENV, MAX_ENTRY_AGE_S, NONCE_ENV, KeyDirError,  # noqa: F401
-                                               check_key_dir, entry_id, entry_signed, entry_used, key_dir, mark_used,
-                                               queue_key, run_nonce, sign_entry)
+                                               check_key_dir, entry_id, entry_signed, entry_signer, entry_used,
+                                               key_dir, key_id, mark_used, queue_key, run_nonce, sign_entry)
 from grpo_lab.rundir import sweep_manifest
 from grpo_lab.rundir.layout import SOURCES_KEY, read_json, valid_run_name, write_json_atomic
 from grpo_lab.rundir.reader import check_name, list_runs, read_run, run_path, tail_checked
@@ -64,6 +64,7 @@ class Pending:
     log: str
     queued: bool = False  # waiting for a free slot (GRPO_LAB_MAX_RUNS); started by start_queued
     refused: str = ""  # a queued entry that failed its checks, and why; never started
+    elsewhere: bool = False  # queued by another dashboard (another key): it starts it, this one never does
 
 
 @functools.lru_cache(maxsize=1)
@@ -204,12 +205,32 @@ def launch(values: dict[str, Any], runs_dir: Path, processes: int = 1) -> tuple[
     argv = validate(values, runs_dir, processes)
     name = argv[argv.index("--name") + 1]
     if training(runs_dir) >= max_runs():
-        folder = _launch_folder(runs_dir)
-        entry = {"name": name, "queued": True, "argv": argv, "processes": processes, "queued_at": time.time(),
-                 "id": entry_id()}  # signed with the rest: started once (keys.mark_used)
-        write_json_atomic(folder / f"{name}.json", {**entry, "signature": sign_entry(runs_dir, entry)})
+        _queue(runs_dir, name, argv, processes)
         return name, 0
     return name, _start(runs_dir, name, argv, processes)
+
+
+def _queue(runs_dir: Path, name: str, argv: list[str], processes: int) -> None:
+    """Write the queue entry of checked values, signed with this dashboard's key and named by it (keys.key_id)."""
+    folder = _launch_folder(runs_dir)
+    entry = {"name": name, "queued": True, "argv": argv, "processes": processes, "queued_at": time.time(),
+             "id": entry_id(), "key": key_id(runs_dir)}  # signed with the rest: started once (keys.mark_used)
+    write_json_atomic(folder / f"{name}.json", {**entry, "signature": sign_entry(runs_dir, entry)})
+
+
+def queue_here(runs_dir: Path, name: str) -> None:
+    """Take over an entry another dashboard queued (Pending.elsewhere): nothing in it is trusted; its
+    argv goes through the launch form's checks again (recheck_entry: the trainer's parser,
+    access.check_launch, the trainer's validation), and the checked values are queued signed with
+    this dashboard's key, under a new id. LaunchError (one line) when refused: the entry is left as it was."""
+    check_name(name)
+    with queue_lock(runs_dir):
+        pend = next((p for p in pending(runs_dir) if p.name == name), None)
+        if pend is None or not pend.elsewhere:
+            raise LaunchError(f"{name} is not waiting in another dashboard's queue")
+        record = read_json(runs_dir / LAUNCH_DIR / f"{name}.json") or {}
+        argv, processes = recheck_entry(runs_dir, name, record)
+        _queue(runs_dir, name, argv, processes)
 
 
 def max_runs() -> int:
@@ -244,10 +265,13 @@ def queue_lock(runs_dir: Path):
 def start_queued(runs_dir: Path) -> list[str]:
     """Start queued launches, oldest first, while slots are free; returns the names started. The
     queue is files in .launcher/, so it outlives a dashboard restart, and anyone who can write
-    there can plant an entry: one without this dashboard's signature is refused at once, and a
-    signed one is checked again, as the form's values are, before it starts (the data folders,
-    reward modules or limits may have changed since it was queued). The dashboard's scheduler
-    calls this every few seconds, so the queue moves with no page open."""
+    there can plant an entry: one changed since this dashboard signed it is refused at once; one
+    signed with another key, or none, is never started here, nor refused: another dashboard over
+    the same folder (another GRPO_LAB_KEY_DIR) starts its own, and the Runs page says so and offers
+    to queue it here (checked again: queue_here) or dismiss it. A signed one is checked again, as
+    the form's values are, before it starts (the data folders, reward modules or limits may have
+    changed since it was queued). The dashboard's scheduler calls this every few seconds, so the
+    queue moves with no page open."""
     if not any(p.queued for p in pending(runs_dir)):
         return []  # nothing waits: no lock taken, no .launcher folder made
     with queue_lock(runs_dir):
@@ -257,11 +281,11 @@ def start_queued(runs_dir: Path) -> list[str]:
 def _start_queued(runs_dir: Path) -> list[str]:
     started = []
     queued = sorted((p for p in pending(runs_dir) if p.queued), key=lambda p: p.started_at)
-    for entry in queued:
+    for entry in queued:  # this dashboard's (another dashboard's wait for it: pending's `elsewhere`)
         record = read_json(runs_dir / LAUNCH_DIR / f"{entry.name}.json") or {}
         if not entry_signed(runs_dir, record) or record.get("name") != entry.name:
-            _refuse(runs_dir, entry.name, record, "this queue entry was not written by this dashboard (no valid "
-                    "signature); it was not started")
+            _refuse(runs_dir, entry.name, record, "this queue entry was changed since this dashboard signed it (no "
+                    "valid signature); it was not started")
         elif (why := replayed_or_expired(record, time.time())) is not None:
             _refuse(runs_dir, entry.name, record, why)
     for entry in queued:
@@ -445,10 +469,20 @@ def pending(runs_dir: Path, listed: set[str] | frozenset[str] | None = None) -> 
         except (TypeError, ValueError):
             pid, started = 0, 0.0
         refused = str(record.get("refused") or "")
+        waiting = bool(record.get("queued")) and not pid and not refused
+        elsewhere = waiting and _signer(runs_dir, record) == "other"
         out.append(Pending(name, pid, started, is_trainer_of(pid, name, runs_dir),
                            f"refused: {refused}" if refused else launch_log(runs_dir, name, 30),
-                           queued=bool(record.get("queued")) and not pid and not refused, refused=refused))
+                           queued=waiting and not elsewhere, refused=refused, elsewhere=elsewhere))
     return out
+
+
+def _signer(runs_dir: Path, record: dict[str, Any]) -> str:
+    """keys.entry_signer; "this" while the key folder is unusable: start_queued then says why in one line."""
+    try:
+        return entry_signer(runs_dir, record)
+    except (KeyDirError, ValueError, OSError):
+        return "this"
 
 
 def launch_log(runs_dir: Path, name: str, lines: int = 40) -> str:

@@ -6,10 +6,13 @@ dashboard process PID and every POLL_S seconds calls launcher.start_queued, whic
 entry's signature (the dashboard's key, launching/keys.py) and the launch checks again: the
 scheduler is the dashboard's own code with the dashboard's key, so nothing unsigned starts.
 
-One scheduler per runs folder: it holds an exclusive lock on `<runs>/.launcher/scheduler.lock`
-while it works. A second dashboard over the same folder starts one too, which waits for the lock
-and takes over when the first dashboard (and so its scheduler) ends. The queue is files, so a
-restarted dashboard's scheduler starts what an earlier one queued.
+One scheduler per runs folder and key: it holds an exclusive lock on
+`<runs>/.launcher/scheduler-<key id>.lock` (keys.key_id) while it works. A second dashboard over
+the same folder with the same key folder starts one too, which waits for the lock and takes over
+when the first dashboard (and so its scheduler) ends. A dashboard with another key folder
+(GRPO_LAB_KEY_DIR) cannot start the first one's entries, so its scheduler has a lock of its own:
+each starts what its dashboard queued (one shared lock would leave one queue waiting for good).
+The queue is files, so a restarted dashboard's scheduler starts what an earlier one queued.
 """
 
 from __future__ import annotations
@@ -25,16 +28,16 @@ from typing import IO
 from grpo_lab.dashboard.launching import launcher
 
 POLL_S = 2.0  # how soon a free slot is filled
-LOCK = "scheduler.lock"
 
 
 def try_lock(runs_dir: Path) -> IO | None:
-    """The open lock file when this process now holds the runs folder's scheduler lock; None when
-    another process holds it, or when nothing was ever queued here (no .launcher folder: none is
-    made for a folder only read). The lock goes with the file (closed, or the process ended)."""
+    """The open lock file when this process now holds the scheduler lock of the runs folder and this
+    dashboard's key; None when another process holds it, or when nothing was ever queued here (no
+    .launcher folder: none is made for a folder only read). The lock goes with the file (closed, or
+    the process ended). KeyDirError when the key folder may not be used."""
     if not (Path(runs_dir) / launcher.LAUNCH_DIR).is_dir():
         return None
-    handle = launcher.lock_file(runs_dir, LOCK)
+    handle = launcher.lock_file(runs_dir, f"scheduler-{launcher.key_id(Path(runs_dir))}.lock")
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

@@ -25,7 +25,8 @@ PAGE_SIZE = 20  # rows per page: 60 runs are three pages, not one long scroll
 def state_bucket(state: str) -> str:
     """The filter state of a run's or launch's state: starting and launching count as running;
     a launch that failed to start, was refused, or a state nobody knows, as failed."""
-    return {"starting": "running", "launching": "running"}.get(state, state if state in STATES else "failed")
+    buckets = {"starting": "running", "launching": "running", "queued elsewhere": "queued"}
+    return buckets.get(state, state if state in STATES else "failed")
 
 
 @dataclass(frozen=True)

@@ -39,8 +39,7 @@ def meta_frame(runs, pending, runs_dir) -> pd.DataFrame:
         })
     for p in pending:
         sweep, _ = sweeps_view.queued_labels(runs_dir, p.name)
-        rows.append({"name": p.name, "algo": "—", "model": "—", "task": "—",
-                     "state": "queued" if p.queued else "launching" if p.alive else "failed to start",
+        rows.append({"name": p.name, "algo": "—", "model": "—", "task": "—", "state": sweeps_view.launch_state(p),
                      "sweep": sweep, "tags": (), "progress": 0.0, "step": "—", "doctor": "", "processes": "—",
                      "started": pd.to_datetime(p.started_at, unit="s", utc=True).tz_convert(None), "duration": "—"})
     return pd.DataFrame(rows, columns=["name", "algo", "model", "task", "state", "sweep", "tags", "progress", "step",
@@ -73,6 +72,9 @@ def act(action: str, name: str) -> None:
         elif action == "resume":
             launcher.resume(data.runs_dir(), name)
             message = t("runs.resuming", name=name)
+        elif action == "queue_here":  # checked again as the launch form's values, then signed here
+            launcher.queue_here(data.runs_dir(), name)
+            message = t("runs.queued_here", name=name)
         else:
             launcher.dismiss(data.runs_dir(), name)
             message = t("runs.dismissed", name=name)
@@ -94,14 +96,17 @@ def actions(name: str, runs, pending) -> None:
                           width="stretch")
         cols[2].page_link("app_pages/compare.py", label=t("nav.compare"), icon="⚖️", query_params={"runs": name},
                           width="stretch")
-    state = info.state if info else ("queued" if pend and pend.queued else
-                                     "launching" if pend and pend.alive else "failed to start")
+    state = info.state if info else sweeps_view.launch_state(pend)
     if state in data.ACTIVE_STATES or state == "launching":
         cols[3].button(t("runs.stop"), key="stop", type="primary", width="stretch", on_click=act, args=("stop", name))
     elif state in ("stopped", "failed") and info is not None and info.config and not info.get("source"):
         # (a TRL or verl run is resumed by its own trainer, not this one)
         cols[3].button(t("runs.resume"), key="resume", type="primary", width="stretch", on_click=act,
                        args=("resume", name))
+    elif state == "queued elsewhere":  # never refused for good unsaid: why, and the ways out
+        st.warning(t("runs.queued_elsewhere", name=markup.md(name)))
+        cols[3].button(t("runs.queue_here"), key="queue_here", help=t("runs.queue_here_help"), width="stretch",
+                       on_click=act, args=("queue_here", name))
     if info is not None and state not in data.ACTIVE_STATES and state != "launching":
         runs_manage_view.buttons(name, cols[5:])
     if pend is not None and not pend.alive:

@@ -27,12 +27,15 @@ from grpo_lab.rundir.layout import read_json
 from grpo_lab.rundir.status import STATES
 
 # a launch's states (no run folder yet), then status.json's (rundir/status.py), then a launch that died
-ORDER = ("queued", "launching", *STATES, "failed to start")
+ORDER = ("queued", "queued elsewhere", "launching", *STATES, "failed to start")
 ALWAYS = ("queued", "running", "finished", "failed")  # table columns shown even at 0
 
 
 def launch_state(p: launcher.Pending) -> str:
-    """A launch without a run folder, as the Runs table names it."""
+    """A launch without a run folder, as the Runs table names it ("queued elsewhere": by another
+    dashboard over this folder, with another key; it starts there, never here)."""
+    if p.elsewhere:
+        return "queued elsewhere"
     return "queued" if p.queued else "launching" if p.alive else "failed to start"
 
 
