@@ -190,3 +190,14 @@ def test_a_click_on_a_wall_time_curve_picks_the_step_logged_nearest_that_minute(
     # minutes since the start (90 s before the first row): 0.17, 1.17, 5.17, 5.67
     assert [curve_link.step_at(scalars, "wall", x) for x in (0.0, 1.5, 4.0, 5.6)] == [1, 2, 3, 4]
     assert curve_link.step_at(scalars, "step", 2.4) == 2
+
+
+def test_the_first_groups_share_of_the_step_is_their_mass_over_the_steps(runs):
+    """KL: each group's kl_mean x length x G (0.2, 0.24, 9.6, 0.4); by KL the first three (2, 3, 1) carry
+    10.24 of 10.44. Clip: clipped tokens (1, 9, 2, 0): the first (group 1) 9 of 12. No signal: group 3 is
+    the step's only group without signal."""
+    groups = figures(runs / "new")
+    assert group_order.carried(group_order.ordered(groups, "kl"), "kl", 3) == pytest.approx(10.24 / 10.44)
+    assert group_order.carried(group_order.ordered(groups, "clip"), "clip", 1) == pytest.approx(9 / 12)
+    assert group_order.carried(group_order.ordered(groups, "no_signal"), "no_signal", 1) == 1.0
+    assert group_order.carried(group_order.ordered(groups, "ratio_max"), "ratio_max", 1) is None

@@ -113,14 +113,42 @@ def figure_exprs(columns: set[str]) -> dict[str, str]:
     return out
 
 
+# Each ordering's additive part of its step's scalar, per group ("<key>_mass"): the samples' figures add back
+# to the step's scalars (docs/run-directory.md), so a group's mass over the step's is its share of the point
+# clicked. key -> (the samples columns it needs, the per-sample SQL summed). ratio_max and reward have none
+# (a maximum; rewards of either sign).
+MASS = {"kl": ({"kl_mean", "length"}, "kl_mean * length"), "clip": ({"clipped_tokens"}, "clipped_tokens"),
+        "entropy": ({"entropy_mean", "length"}, "entropy_mean * length"), "length": ({"length"}, "length"),
+        "truncated": ({"truncated"}, "truncated::INT"), "tool_errors": ({"tool_errors"}, "tool_errors")}
+
+
 def figures_sql(columns: set[str]) -> str:
     """One row per group of step `$step`: its prompt, size, whether it has signal (any A != 0), whether
-    dynamic sampling dropped it, and a column per ordering `figure_exprs` allows."""
+    dynamic sampling dropped it, a column per ordering `figure_exprs` allows, and its MASS columns."""
     dropped = "bool_or(coalesce(dropped, false))" if "dropped" in columns else "false"
+    signal = "coalesce(max(abs(advantage)), 0) > 0"
     figures = "".join(f", {sql} AS {key}" for key, sql in figure_exprs(columns).items())
+    masses = "".join(f", sum({sql}) AS {key}_mass" for key, (needs, sql) in MASS.items() if needs <= columns)
     return (f'SELECT "group", any_value(prompt_id) AS prompt_id, count(*) AS size, '
-            f"coalesce(max(abs(advantage)), 0) > 0 AS signal, {dropped} AS dropped{figures} "
+            f"{signal} AS signal, {dropped} AS dropped{figures}{masses}, (NOT {signal})::INT AS no_signal_mass "
             'FROM {src} WHERE step = $step GROUP BY "group" ORDER BY "group"')
+
+
+def carried(ranked: pd.DataFrame, sort: str, first: int) -> float | None:
+    """The share of the step's figure `sort` that the first `first` groups of `ranked` carry (no_signal:
+    of its groups without signal); None where the ordering has no additive figure or the step's is 0.
+
+    >>> g = pd.DataFrame({"group": [2, 0, 1], "kl_mass": [3.0, 1.0, 0.0]})
+    >>> carried(g, "kl", 1), carried(g, "ratio_max", 1)
+    (0.75, None)
+    """
+    column = f"{sort}_mass"
+    if column not in ranked:
+        return None
+    total = float(ranked[column].sum())
+    if not total > 0:
+        return None
+    return float(ranked[column].head(first).sum()) / total
 
 
 TOKEN_FIGURES = {"kl": "avg(kl)", "clip": "sum(clipped::INT)", "ratio_max": "max(ratio)"}

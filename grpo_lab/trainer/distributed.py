@@ -468,7 +468,9 @@ def _cpu(x: Any) -> Any:
 
 
 def _pad_cat(tensors: list[torch.Tensor], value: Any) -> torch.Tensor:
-    """(B_r, T_r) tensors right-padded to the widest, stacked in rank order."""
+    """(B_r, T_r) tensors right-padded to the widest, stacked in rank order; (B_r,) ones stacked."""
+    if tensors[0].dim() == 1:
+        return torch.cat(tensors)
     width = max(t.shape[1] for t in tensors)
     return torch.cat([torch.nn.functional.pad(t, (0, width - t.shape[1]), value=value) for t in tensors])
 

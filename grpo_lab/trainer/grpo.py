@@ -119,7 +119,7 @@ def grpo_updates(c: Components, batch: Batch, adv: GroupStep, *, reuse_first_pas
             done.updates.add(out.loss.item() * scale, out.policy_loss.item() * scale, grad_norm)
             done.bonuses.append(cfg.entropy_coef * out.entropy.item() * scale)
             done.last.record(idx, logp=logp, ratio=out.ratio, kl=kl, clipped_low=out.clipped_low,
-                             clipped_high=out.clipped_high)
+                             clipped_high=out.clipped_high, mask=batch.mask[idx])
     return done
 
 

@@ -165,5 +165,5 @@ def ppo_updates(c: Components, batch: Batch, adv: TokenStep, old_values: torch.T
             logs["value"].append(value_loss.item())
             logs["value_clip"].append(float(value_clip))
             done.last.record(idx, logp=logp, ratio=ratio, kl=kl, clipped_low=surr.clipped_low,
-                             clipped_high=surr.clipped_high)
+                             clipped_high=surr.clipped_high, mask=mask[idx])
     return done

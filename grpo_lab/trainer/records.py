@@ -232,25 +232,26 @@ def _nulls(values: torch.Tensor) -> list[float | None]:
 
 
 def sample_figures(batch, last: LastPass, has_kl: bool) -> dict[str, list]:
-    """Each completion's figures from its loss tokens (issue 35's "curve to groups": the Groups page
-    orders a step's groups by them): kl_mean (null without a reference), clipped_tokens, entropy_mean
-    (pi_old's, the entropy/mean curve's), ratio_max; null where the completion had no last pass."""
+    """Each completion's figures from its loss tokens over every pass of the step (the Groups page orders
+    a step's groups by them), so they add back to the step's scalars: weighted by length, kl_mean gives
+    kl/mean, ratio_mean ratio/mean, entropy_mean entropy/mean (pi_old's: one forward); clipped_tokens
+    summed over completions is clip/total's count over every pass (clip_frac its share of that
+    completion's tokens over every pass); ratio_max's largest is ratio/max. kl_mean is null without a
+    reference; every figure but entropy_mean is null where the completion had no pass. The last pass
+    alone stays in the tokens table (ratio, kl, clipped_* per token)."""
     m = batch.mask.bool()
     counted = m.sum(dim=1).float()
-    recorded = ~(torch.isnan(last.ratio) & m).any(dim=1) & (counted > 0)  # dropped groups, a skipped update: none
-
-    def mean(values: torch.Tensor) -> torch.Tensor:
-        total = torch.where(m, values.float(), torch.zeros_like(values, dtype=torch.float)).sum(dim=1)
-        return total / counted.clamp(min=1)
-
-    clipped = ((last.clipped_low | last.clipped_high) & m).sum(dim=1)
-    ratio_max = torch.where(m, last.ratio.float(), torch.full_like(last.ratio, -math.inf, dtype=torch.float)).amax(dim=1)
+    recorded = (last.passes > 0) & (counted > 0)  # dropped groups, a skipped update: none
+    seen = (last.passes.float() * counted).clamp(min=1)  # the completion's tokens over every pass
     none = torch.full_like(counted, math.nan)
+    entropy = torch.where(m, batch.entropy.float(), torch.zeros_like(batch.entropy, dtype=torch.float)).sum(dim=1)
     return {
-        "kl_mean": _nulls(torch.where(recorded, mean(last.kl), none)) if has_kl else [None] * len(counted),
-        "clipped_tokens": [int(v) if ok else None for v, ok in zip(clipped.tolist(), recorded.tolist())],
-        "entropy_mean": _nulls(torch.where(counted > 0, mean(batch.entropy), none)),
-        "ratio_max": _nulls(torch.where(recorded, ratio_max, none)),
+        "kl_mean": _nulls(torch.where(recorded, last.kl_sum / seen, none)) if has_kl else [None] * len(counted),
+        "clipped_tokens": [int(v) if ok else None for v, ok in zip(last.clipped.tolist(), recorded.tolist())],
+        "clip_frac": _nulls(torch.where(recorded, last.clipped.float() / seen, none)),
+        "ratio_mean": _nulls(torch.where(recorded, last.ratio_sum / seen, none)),
+        "entropy_mean": _nulls(torch.where(counted > 0, entropy / counted.clamp(min=1), none)),
+        "ratio_max": _nulls(torch.where(recorded, last.ratio_peak, none)),
     }
 
 
@@ -261,16 +262,14 @@ def sample_rows(step: int, batch, *, advantages: torch.Tensor, last: LastPass, g
     reference (beta > 0). extra_kinds: the run's log_extra column types so far (see `extra_columns`); updated."""
     G = batch.group_size
     n = len(batch.rollout.completions)
-    m = batch.mask.float()
-    denom = m.sum(dim=1).clamp(min=1)
-    clipped = last.clipped_low | last.clipped_high
     figures = sample_figures(batch, last, has_kl)
     cols: dict[str, list] = {
         "step": [step] * n,
         "group": [group_offset + batch.group_of(i) for i in range(n)],
         "prompt_id": [str(batch.row_of(i)["prompt_id"]) for i in range(n)],
         "sample_idx": [i % G for i in range(n)],
-        "prompt": [batch.row_of(i)["prompt"] for i in range(n)],
+        # what the model saw: with an environment, the prompt its reset's observation was rendered into
+        "prompt": env_rules.texts_seen(batch.rollout.environments, [batch.row_of(i)["prompt"] for i in range(n)]),
         "completion": batch.rollout.completions,
         # the dataset's reference (answer, else solution, else ground_truth; null when it has none)
         "answer": [reference(batch.row_of(i)) for i in range(n)],
@@ -282,8 +281,8 @@ def sample_rows(step: int, batch, *, advantages: torch.Tensor, last: LastPass, g
     cols.update({
         "length": batch.rollout.lengths.tolist(),
         "truncated": batch.rollout.truncated.tolist(),
-        "ratio_mean": ((last.ratio * m).sum(dim=1) / denom).tolist(),
-        "clip_frac": ((clipped.float() * m).sum(dim=1) / denom).tolist(),
+        "ratio_mean": figures["ratio_mean"],
+        "clip_frac": figures["clip_frac"],
         "kl_mean": figures["kl_mean"],
         "dropped": [dropped] * n,
         "clipped_tokens": figures["clipped_tokens"],

@@ -14,6 +14,7 @@ several processes every process skips together.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable
 
@@ -120,31 +121,53 @@ class TokenStats:
 
 @dataclass
 class LastPass:
-    """Per-token values of the last optimisation pass (each (B, T)): what the samples and tokens
-    tables show for each completion once the step is done."""
+    """Per-token values of the last optimisation pass (each (B, T)): what the tokens table shows for
+    each completion once the step is done; and, per completion (each (B,)), its figures over every pass,
+    on the same loss tokens TokenStats counts, so a step's completions add up to its scalars exactly:
+    kl_sum / clipped / ratio_sum summed over passes and tokens, ratio_peak the largest ratio, passes
+    the passes that reached the row."""
 
     logp_new: torch.Tensor
     ratio: torch.Tensor
     kl: torch.Tensor
     clipped_low: torch.Tensor
     clipped_high: torch.Tensor
+    kl_sum: torch.Tensor
+    clipped: torch.Tensor
+    ratio_sum: torch.Tensor
+    ratio_peak: torch.Tensor
+    passes: torch.Tensor
 
     @classmethod
     def like(cls, old_logp: torch.Tensor) -> "LastPass":
         zeros, no = torch.zeros_like(old_logp), torch.zeros_like(old_logp, dtype=torch.bool)
+        row = torch.zeros(old_logp.shape[0], dtype=torch.float, device=old_logp.device)
         return cls(logp_new=zeros.clone(), ratio=zeros.clone(), kl=zeros.clone(), clipped_low=no.clone(),
-                   clipped_high=no.clone())
+                   clipped_high=no.clone(), kl_sum=row.clone(), clipped=row.long(), ratio_sum=row.clone(),
+                   ratio_peak=torch.full_like(row, -math.inf), passes=row.long())
 
     @classmethod
     def unrecorded(cls, mask: torch.Tensor) -> "LastPass":
         """No last pass (groups dynamic sampling dropped, a step whose update was skipped): NaN, nothing clipped."""
         nan, no = torch.full_like(mask, float("nan")), torch.zeros_like(mask, dtype=torch.bool)
-        return cls(logp_new=nan, ratio=nan.clone(), kl=nan.clone(), clipped_low=no, clipped_high=no.clone())
+        row = torch.full((mask.shape[0],), float("nan"), device=mask.device)
+        return cls(logp_new=nan, ratio=nan.clone(), kl=nan.clone(), clipped_low=no, clipped_high=no.clone(),
+                   kl_sum=row, clipped=torch.zeros_like(row, dtype=torch.long), ratio_sum=row.clone(),
+                   ratio_peak=row.clone(), passes=torch.zeros_like(row, dtype=torch.long))
 
     def record(self, idx: torch.Tensor, *, logp: torch.Tensor, ratio: torch.Tensor, kl: torch.Tensor,
-               clipped_low: torch.Tensor, clipped_high: torch.Tensor) -> None:
+               clipped_low: torch.Tensor, clipped_high: torch.Tensor, mask: torch.Tensor) -> None:
+        """One update's minibatch `idx`; `mask` its loss tokens (what TokenStats.add counts)."""
         self.logp_new[idx], self.ratio[idx], self.kl[idx] = logp.detach(), ratio.detach(), kl.detach()
         self.clipped_low[idx], self.clipped_high[idx] = clipped_low, clipped_high
+        real = mask.bool()
+        ratio_, kl_ = ratio.detach().float(), kl.detach().float()
+        self.kl_sum[idx] += torch.where(real, kl_, torch.zeros_like(kl_)).sum(dim=1)
+        self.ratio_sum[idx] += torch.where(real, ratio_, torch.zeros_like(ratio_)).sum(dim=1)
+        self.clipped[idx] += ((clipped_low | clipped_high) & real).sum(dim=1)
+        peak = torch.where(real, ratio_, torch.full_like(ratio_, -math.inf)).amax(dim=1)
+        self.ratio_peak[idx] = torch.maximum(self.ratio_peak[idx], peak)
+        self.passes[idx] += 1
 
 
 @dataclass

@@ -55,6 +55,10 @@ def test_a_click_on_the_kl_curve_opens_groups_at_that_step_by_kl(served, page, l
     picked = page.get_by_role("combobox", name=re.compile("^" + re.escape(locale(lang)["groups.pick"].split("{")[0])))
     expect(picked.first).to_have_value(re.compile(rf"^#{TOP['kl']} "))  # the group with the most KL first
     expect(page.get_by_text(locale(lang)["groups_order.explain.kl"])).to_be_visible()
+    # groups 2, 3, 1 carry (9.6 + 0.4 + 0.24) / 10.44 of the step's KL tokens (groups_order_helpers.FIGURES)
+    words = locale(lang)
+    carried = words["groups_order.carried"].format(n=3, share="98%", name=words["groups_order.short.kl"])
+    expect(page.get_by_text(carried)).to_be_visible()
     assert_page_whole(page, chinese=lang == "zh")
 
 

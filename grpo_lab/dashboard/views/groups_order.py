@@ -18,6 +18,7 @@ from grpo_lab.dashboard.reading import queries
 from grpo_lab.rundir import group_order
 
 SORT_KEY = "groups_sort"
+SHARE_FIRST = 3  # the share of the clicked point carried by this many of the first groups is said
 ADDRESS_KEY = "groups_address"  # the (step, sort) the address said when last read or written
 FORMATS = {"kl": ".3g", "clip": ".0f", "no_signal": ".2f", "entropy": ".3g", "ratio_max": ".3g", "length": ".1f",
            "truncated": ".0f", "reward": ".2f", "tool_errors": ".0f"}
@@ -87,6 +88,9 @@ def picker(run: str, step: int, asked: int | None, where) -> tuple[str, dict[int
         return group_order.GROUP, {}
     ranked = group_order.ordered(groups, sort)
     where.caption(t(f"groups_order.explain.{sort}"))
+    first = min(SHARE_FIRST, len(ranked))
+    if (share := group_order.carried(ranked, sort, first)) is not None:
+        where.caption(t("groups_order.carried", n=first, share=f"{share:.0%}", name=t(f"groups_order.short.{sort}")))
     if ranked[sort].isna().any():  # the tokens table's figure: only the groups with token detail have it
         where.caption(t("groups_order.partial", n=int(ranked[sort].notna().sum()), total=len(ranked)))
     return sort, {int(r["group"]): figure_text(sort, r[sort]) for _, r in ranked.iterrows()}
