@@ -13,7 +13,7 @@ import pytest
 from markdown_it import MarkdownIt
 
 from app_helpers import html_bodies, open_page, texts
-from grpo_lab.dashboard.views import markup
+from grpo_lab.dashboard.views import long_text, markup
 from grpo_lab.rundir.layout import write_json_atomic
 
 cli = importlib.import_module("grpo_lab.rundir.import")
@@ -57,7 +57,7 @@ def test_code_holds_any_backtick_in_one_code_span(text):
     assert inside == text and out.endswith("</code> · tail")
 
 
-def group_frame(completion_len: int = 5000) -> pd.DataFrame:
+def group_frame(completion_len: int = 3000) -> pd.DataFrame:
     return pd.DataFrame({
         "sample_idx": [0, 1], "completion": ["x" * completion_len, "![i](http://t.example/i.png)"],
         "reward": [1.0, 0.0], "advantage": [0.7, -0.7], "rewards/correct": [1.0, 0.0],
@@ -71,12 +71,26 @@ def test_long_completions_are_cut_with_the_rest_one_click_away_and_scores_come_f
     assert head == ["i", "A_i", "reward", "correct", "acc", "pred", "answer", "completion"]  # no column of nulls
     summary = re.search(r"<summary>(.*?)</summary>", out).group(1)
     assert summary.startswith("x" * markup.CUT_CHARS + "…") and "x" * (markup.CUT_CHARS + 1) not in summary
-    assert "(5,000 characters: click for all of it)" in summary
-    assert re.search(r"</summary>x{5000}</details>", out)  # the whole completion, behind the click
-    assert "overflow-wrap:anywhere" in out  # no space in 5,000 characters still cannot widen the table
+    assert "(3,000 characters: click for all of it)" in summary
+    assert re.search(r"</summary>x{3000}</details>", out)  # the whole completion, behind the click
+    assert "overflow-wrap:anywhere" in out  # no space in 3,000 characters still cannot widen the table
     assert "<b>5</b>" not in out and "&lt;b&gt;5&lt;/b&gt;" in out and "<img" not in out
     short = markup.responses_table(group_frame(completion_len=markup.CUT_CHARS), ["rewards/correct"])
     assert "<details" not in short.split("acc")[0] and short.count("<details") == 0
+
+
+def test_a_text_too_long_to_draw_whole_is_cut_with_its_length_and_offered_whole():
+    """A 1 MB completion made a 1 MB table (it took 15 s to draw): past WHOLE_CHARS only the cut is drawn,
+    with its length and where the whole is; long_text lists each such text of the group."""
+    group = group_frame(completion_len=1_000_000).assign(prompt="q", **{"extra/pred": ["4", "y" * 5000]})
+    out = markup.responses_table(group, ["rewards/correct"])
+    assert len(out) < 5_000 and "<details" not in out
+    assert "x" * markup.CUT_CHARS + "… " in out and "(1,000,000 characters; show all: “Whole texts” below)" in out
+    texts = long_text.group_texts(group, "run-step1-group0")
+    assert [(x.label, x.file_name, len(x.text)) for x in texts] == [
+        ("i=0 · completion", "run-step1-group0-i0-completion.txt", 1_000_000),
+        ("i=1 · pred", "run-step1-group0-i1-extra_pred.txt", 5000)]
+    assert long_text.group_texts(group_frame().assign(prompt="q"), "s") == []  # 3,000: drawn whole on a click
 
 
 def test_token_colours_measure_each_side_against_its_own_clip_bound():

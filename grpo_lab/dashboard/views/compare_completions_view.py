@@ -11,7 +11,7 @@ import streamlit as st
 from grpo_lab.dashboard import ui
 from grpo_lab.dashboard.i18n import t
 from grpo_lab.dashboard.reading import data, prompt_queries
-from grpo_lab.dashboard.views import groups_view, markup, prompt_history_view
+from grpo_lab.dashboard.views import groups_view, long_text, markup, prompt_history_view
 from grpo_lab.rundir.prompt_history import nearest
 from grpo_lab.rundir.reader import RunInfo
 
@@ -115,4 +115,6 @@ def show_run(info: RunInfo, prompt_id: str | None, step: int | None, pass_at: fl
                   mean=f"{draw['mean_reward']:.3f}", std=f"{draw['std']:.3f}", rate=f"{draw['pass_rate']:.0%}",
                   mode=markup.code(data.settings(info).std_mode)))
     st.html(markup.responses_table(rows, groups_view.reward_columns(rows), compact=True, markers=False))
+    drawn = f"{name}-step{int(draw['step'])}-group{int(draw['group'])}"
+    long_text.offer(long_text.group_texts(rows, drawn), key=f"cmpc_long_{drawn}")  # texts drawn cut, whole on request
     prompt_history_view.link(name, prompt_id)

@@ -9,7 +9,7 @@ import streamlit as st
 
 from grpo_lab.dashboard import ui
 from grpo_lab.dashboard.reading import data, queries
-from grpo_lab.dashboard.views import charts, group_math, groups_order, markup, rating
+from grpo_lab.dashboard.views import charts, group_math, groups_order, long_text, markup, rating
 from grpo_lab.dashboard.views import turns as turns_view
 from grpo_lab.dashboard.i18n import t
 from grpo_lab.objective.options import STD_MODES
@@ -162,6 +162,8 @@ def show_group(info: RunInfo, target: Target) -> None:
     c[4].metric(t("groups.signal"), t("groups.no_signal") if worked.zero_std else t("common.yes"))
     st.markdown(t("groups.responses"))
     st.html(markup.responses_table(group, reward_columns(group), markers=markers))
+    long_text.offer(long_text.group_texts(group, f"{run}-step{step}-group{number}"),
+                    key=f"long_{run}_{step}_{number}")  # texts drawn cut for their length, whole on request
     turns_view.show(group, markers)  # runs with tools: each rollout's tool calls and results, set apart
     rating.show(info, target, group)  # a person's scores for these completions (rundir/labels.py)
     from grpo_lab.dashboard.views import rescore_view  # noqa: PLC0415 - one call site, kept in one edit
@@ -182,7 +184,9 @@ def show_verdicts(group: pd.DataFrame, params: dict) -> None:
     with st.expander(t("groups.verdicts", mode=shown_mode)):  # config.json's text: never markup
         rows = []
         for _, r in group.sort_values("sample_idx").iterrows():
-            why = explain(str(r["completion"]), r["answer"], mode=mode)
+            size = len(str(r["completion"]))
+            why = (explain(str(r["completion"]), r["answer"], mode=mode) if size <= markup.WHOLE_CHARS else
+                   {"reason": t("groups.verdict_long", n=f"{size:,}", heading=t("long_text.heading"))})  # 1 MB: 5 s
             rows.append({"i": int(r["sample_idx"]), "answer read": why.get("answer"), "reference read": why.get("gold"),
                          "score": why.get("verdict"), "decided by": why.get("path"), "why": why.get("reason")})
         verdicts = pd.DataFrame(rows)
@@ -200,8 +204,9 @@ def show_prompt(prompt: str, markers: bool) -> None:
     for role, content in turns:
         st.html(f'<div class="grpo-prompt"><small><b>{html.escape(role)}</b></small><br>'
                 f"{markup.cut_text(content, markers, limit=PROMPT_CHARS)}</div>")
-    with st.expander(t("groups.raw_prompt")):
-        st.code(prompt, language=None)
+    if len(prompt) <= markup.WHOLE_CHARS:  # a longer one is offered whole below the responses (long_text.py)
+        with st.expander(t("groups.raw_prompt")):
+            st.code(prompt, language=None)
 
 
 def show_computation(group: pd.DataFrame, worked: group_math.GroupMath, std_mode: str, ppo: bool) -> None:

@@ -32,6 +32,7 @@ def response_chip(sample_idx: int, advantage: float, style: str = "") -> str:
 
 
 CUT_CHARS = 300  # a completion longer than this is cut in tables; the rest is one click away (<details>)
+WHOLE_CHARS = 4_000  # a longer text is never drawn whole (1 MB took 15 s): its view offers it (long_text.py)
 # What can turn text into markup: links and images ([ ]), HTML (< > &), code spans, emphasis (* and
 # _ at a word's edge), LaTeX ($), tables, headings, strikethrough: each is backslash-escaped.
 # Other punctuation (/ . - : and _ inside a word) stays as it is, so a path or metric name reads the same.
@@ -79,10 +80,19 @@ def cut_plain(text, limit: int = CUT_CHARS) -> str:
 
 
 def cut_text(text, markers: bool = True, limit: int = CUT_CHARS) -> str:
-    """show_text, cut to `limit` characters with the whole text one click away (an HTML <details>)."""
+    """show_text, cut to `limit` characters with the whole text one click away (an HTML <details>);
+    a text of more than WHOLE_CHARS is only cut, its length and where to see all of it beside the
+    cut: the view lists it whole on request (views/long_text.py), so no page holds it all.
+
+    >>> cut_text("x" * 5_000, limit=3)
+    'xxx… <i class="grpo-long">(5,000 characters; show all: “Whole texts” below)</i>'
+    """
     text = "" if text is None else str(text)
     if len(text) <= limit:
         return show_text(text, markers)
+    if len(text) > WHOLE_CHARS:
+        long = t("markup.long", n=f"{len(text):,}", heading=t("long_text.heading"))
+        return f'{show_text(text[:limit], markers)}… <i class="grpo-long">{html.escape(long)}</i>'
     more = t("markup.more", n=f"{len(text):,}")
     return (f'<details class="grpo-cut"><summary>{show_text(text[:limit], markers)}… <i>{html.escape(more)}</i>'
             f"</summary>{show_text(text, markers)}</details>")

@@ -12,7 +12,7 @@ import streamlit as st
 from grpo_lab.dashboard import ui
 from grpo_lab.dashboard.i18n import t
 from grpo_lab.dashboard.reading import prompt_queries, queries
-from grpo_lab.dashboard.views import charts, groups_view, markup
+from grpo_lab.dashboard.views import charts, groups_view, long_text, markup
 from grpo_lab.rundir.prompt_history import DEFAULT_PASS_AT
 from grpo_lab.rundir.reader import RunInfo
 
@@ -122,6 +122,8 @@ def show_draw(info: RunInfo, prompt_id: str, draw: pd.Series) -> None:
                   std=f"{draw['std']:.3f}", rate=f"{draw['pass_rate']:.0%}"))
     groups_view.show_prompt(str(rows["prompt"].iloc[0]), markers=False)
     st.html(markup.responses_table(rows, groups_view.reward_columns(rows), markers=False))
+    long_text.offer(long_text.group_texts(rows, f"{info.name}-step{step}-group{group}"),
+                    key=f"ph_long_{info.name}_{step}_{group}")
 
 
 def _pick_from_table(table_key: str, ids: list[str]) -> None:
