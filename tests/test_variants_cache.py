@@ -13,6 +13,7 @@ import pytest
 from grpo_lab.dashboard.reading import variants_data
 from grpo_lab.rundir import variants
 from grpo_lab.rundir.layout import RunPaths
+from grpo_lab.rewards.registry import reward_range
 from grpo_lab.rundir.metrics import value_bounds
 from grpo_lab.rundir.reader import TableReader, list_runs
 from grpo_lab.rundir.writer import RunWriter
@@ -63,8 +64,10 @@ def direct(root, x_mode: str, metric: str, threshold: float) -> tuple[pd.DataFra
                                        "reward/mean": df["reward/mean"], "kl/mean": df["kl/mean"]}))
     long = pd.concat(parts, ignore_index=True)
     for label, part in long.groupby("variant", sort=False):
-        b = variants.band(part.rename(columns={metric: "value"})[["run", "step", "value"]], "step",
-                          value_bounds(metric))
+        bounds = value_bounds(metric)  # a total reward: also the range its rewards allow (reward/mean has no other)
+        if metric in variants_data.TOTAL_REWARDS:
+            bounds = reward_range(groups(root)[label][0].config["rewards"])
+        b = variants.band(part.rename(columns={metric: "value"})[["run", "step", "value"]], "step", bounds)
         b["x"] = b["step"].map(part.groupby("step")["x"].mean())
         b["variant"] = label
         band_parts.append(b)

@@ -32,6 +32,36 @@ _REGISTRY: dict[str, str] = {
 }
 
 
+# The values a registered reward returns whatever its parameters (None: no bound on that side); rewards
+# not here (and `module:function` ones) have no known range. Compare keeps a band of `reward/mean` inside
+# the weighted sum of these (reward_range).
+RANGES: dict[str, tuple[float | None, float | None]] = {
+    "correctness": (0.0, 1.0), "format": (0.0, 1.0), "code_tests": (0.0, 1.0),  # a share of tests passed
+}
+
+
+def reward_range(weights: dict[str, float]) -> tuple[float | None, float | None]:
+    """The range of a weighted sum of rewards: (lowest, highest), None on a side that some reward leaves
+    open (an unregistered reward: both).
+
+    >>> reward_range({"correctness": 1.0, "length": 0.1}), reward_range({"correctness": 1.0, "format": 0.5})
+    ((None, None), (0.0, 1.5))
+    >>> reward_range({"correctness": -1.0}), reward_range({"my.mod:fn": 1.0})
+    ((-1.0, 0.0), (None, None))
+    """
+    low: float | None = 0.0
+    high: float | None = 0.0
+    for name, weight in weights.items():
+        lo, hi = RANGES.get(name, (None, None))
+        if weight < 0:
+            lo, hi = hi, lo
+        lo = None if lo is None else lo * weight
+        hi = None if hi is None else hi * weight
+        low = None if low is None or lo is None else low + lo
+        high = None if high is None or hi is None else high + hi
+    return low, high
+
+
 def available() -> list[str]:
     """The registered reward names, sorted."""
     return sorted(_REGISTRY)

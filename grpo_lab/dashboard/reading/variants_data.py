@@ -23,6 +23,7 @@ import streamlit as st
 
 from grpo_lab.dashboard.reading import data
 from grpo_lab.dashboard.views.series import minmax_indices
+from grpo_lab.rewards.registry import reward_range
 from grpo_lab.rundir import query as rq
 from grpo_lab.rundir import variants
 from grpo_lab.rundir.metrics import value_bounds
@@ -87,11 +88,13 @@ class Key:
     files: tuple
     digest: str
     unmeasured: tuple = ()  # (run, metric) pairs the run did not measure (variants.unmeasured): read as NaN
+    reward_ranges: tuple = ()  # (variant, lowest, highest) its total reward can take (rewards.reward_range)
 
 
 def data_key(groups: dict[str, list[RunInfo]]) -> tuple[Key, list[str]]:
     """(the Key of `groups`' runs as they are on disk now, problems met listing their parts)."""
     runs, files, problems, absent = [], [], [], []
+    ranges = tuple((label, *_reward_range(members)) for label, members in groups.items())
     for label, members in groups.items():
         for r in members:
             found, found_problems, version, _ = rq.usable_parts(run_path(data.runs_dir(), r.name), "scalars")
@@ -99,8 +102,21 @@ def data_key(groups: dict[str, list[RunInfo]]) -> tuple[Key, list[str]]:
             runs.append((label, r.name, _per_step(r), version))
             files.append(tuple(found))
             absent += [(r.name, m) for m in sorted(variants.unmeasured(r.config))]
-    digest = hashlib.sha1(repr((runs, absent)).encode()).hexdigest()
-    return Key(tuple(runs), tuple(files), digest, tuple(absent)), problems
+    digest = hashlib.sha1(repr((runs, absent, ranges)).encode()).hexdigest()
+    return Key(tuple(runs), tuple(files), digest, tuple(absent), ranges), problems
+
+
+def _reward_range(members: list[RunInfo]) -> tuple[float | None, float | None]:
+    """The range of the variant's total reward: its runs' rewards and weights (config.json) where every
+    run agrees and every reward has a known range, else unbounded."""
+    specs = {repr((r.config or {}).get("rewards")) for r in members}
+    weights = (members[0].config or {}).get("rewards") if members else None
+    if len(specs) != 1 or not isinstance(weights, dict):
+        return None, None
+    try:
+        return reward_range({str(k): float(v) for k, v in weights.items()})
+    except (TypeError, ValueError):
+        return None, None
 
 
 # --- one query over every run's scalars ---------------------------------------------------------
@@ -194,15 +210,27 @@ def present(key: Key) -> tuple[tuple[str, ...], list[str]]:
 
 # --- what the page draws: cached per key ---------------------------------------------------------
 
-def band_all(long: pd.DataFrame, metric: str) -> pd.DataFrame:
+# metrics whose values are totals of the run's rewards: their band also stays inside the rewards' range
+TOTAL_REWARDS = ("reward/mean", "reward/min", "reward/max", "eval/reward_mean")
+
+
+def band_all(long: pd.DataFrame, metric: str, reward_ranges: tuple = ()) -> pd.DataFrame:
     """variants.band of every variant at once, with x (the mean of its seeds' x at that step):
-    columns step, mean, low, high, n, x, variant; variants in first-seen order, steps ascending."""
+    columns step, mean, low, high, n, x, variant; variants in first-seen order, steps ascending. The
+    band is cut where the metric cannot go: the registry's bounds, and for a total reward the range its
+    variant's rewards allow (`reward_ranges`: (variant, lowest, highest); a 0-1 reward's band of 2 seeds
+    no longer reaches below 0)."""
     f = pd.DataFrame({"variant": pd.Categorical(long["variant"], categories=list(dict.fromkeys(long["variant"]))),
                       "step": long["step"], "x": long["x"], "value": long[metric]})
     xs = f.groupby(["variant", "step"], observed=True)["x"].mean()
     out = (f.dropna(subset=["value"]).groupby(["variant", "step"], observed=True)["value"]
            .agg(mean="mean", sd="std", n="count"))
     out["low"], out["high"] = variants.t_interval(out["mean"], out["sd"], out["n"], value_bounds(metric))
+    if metric in TOTAL_REWARDS:
+        for variant, lowest, highest in reward_ranges:
+            rows = out.index.get_level_values("variant") == variant
+            for side in ("low", "high"):
+                out.loc[rows, side] = variants.within(out.loc[rows, side], (lowest, highest))
     out["x"] = xs.reindex(out.index)
     out = out.reset_index()
     out["variant"] = out["variant"].astype(str)
@@ -221,7 +249,7 @@ def _thin(df: pd.DataFrame, by: str, value: str, max_points: int) -> pd.DataFram
 @st.cache_data(max_entries=64, show_spinner=False)
 def _bands(digest: str, metric: str, x_mode: str, seeds: bool, _key: Key) -> tuple[pd.DataFrame, pd.DataFrame | None]:
     long = _stacked(_key, x_mode)
-    band = _thin(band_all(long, metric), "variant", "mean", MAX_BAND_POINTS)
+    band = _thin(band_all(long, metric, _key.reward_ranges), "variant", "mean", MAX_BAND_POINTS)
     if not seeds:
         return band, None
     per_seed = long[["variant", "run", "x", metric]].rename(columns={metric: "value"})
