@@ -159,7 +159,8 @@ def show_group(info: RunInfo, target: Target) -> None:
     c[1].metric(t("groups.mean_reward"), f"{worked.mean:.3f}")
     c[2].metric(t("groups.std"), f"{worked.std:.3f}")
     c[3].metric(t("groups.pushed"), f"{int((adv > 0).sum())} / {int((adv < 0).sum())}")
-    c[4].metric(t("groups.signal"), t("groups.no_signal") if worked.zero_std else t("common.yes"))
+    c[4].metric(t("groups.signal"), t("groups.no_signal") if worked.zero_std else t("common.yes"),
+                help=t("groups.no_signal_help") if worked.zero_std else None)
     st.markdown(t("groups.responses"))
     st.html(markup.responses_table(group, reward_columns(group), markers=markers))
     long_text.offer(long_text.group_texts(group, f"{run}-step{step}-group{number}"),
