@@ -6,8 +6,10 @@
 "Is my reward scoring what I think?" is answered on the completions a run already sampled: each step's
 completions go to the rewards in one call, as the trainer calls them (the same build, keywords,
 trainer_state, None rule and weighted sum: grpo_lab/rewards/combine.py), and the totals give the
-advantages `objective.functions.group_advantages` gives under the run's own `std_mode`, step by step
-(std_mode batch: over the step's trained groups, as the trainer did). The run's files are not
+advantages `objective.functions.group_advantages` gives under the run's own rule (`advantage_rule`:
+its `std_mode`, and where the source trainer's differs from the chapter's, its epsilon, batch std and
+float precision), step by step (std_mode batch: over the step's trained groups, as the trainer did).
+The run's files are not
 touched; the result is one folder, `RUN/rescores/<name>/` (docs/run-directory.md; written and read
 back by grpo_lab/rundir/rescores.py):
 
@@ -15,12 +17,18 @@ back by grpo_lab/rundir/rescores.py):
     summary.json      what changed: rewards, advantage signs, groups that gain or lose signal
 
 written under a temporary name and renamed into place. Rescoring with the run's own rewards gives
-back its `reward` and `advantage` columns exactly (tests/test_rescore.py).
+back its `reward` and `advantage` columns exactly (tests/test_rescore.py), a TRL run's to 1e-6
+(tests/test_rescore_trl_faithful.py).
 
-What a reward reads is what the run logged: `prompts` the prompt as the model saw it, `completions`
-the completion text, the column `answer` (also as `solution` in a TRL run, `ground_truth` in a verl
-run, the names their rewards read), and in a tool run `tool_calls` from its turns. A conversational
-dataset's prompt is passed as its rendered text: the samples table keeps no messages.
+What a reward reads is what the run logged. Where the run kept its trainer's reward call (a TRL run
+written by the callback: `source_prompt`, `source_completion`, `source_completion_ids` and the dataset's
+columns `column/<name>`, docs/run-directory.md), the rewards get exactly that: the prompt and
+completion as TRL passed them (the message lists of a conversational dataset, so `completion[0]["content"]`
+works), the completion ids, and each dataset column as its keyword (`solution`, ...). An import of TRL's
+output folder kept the prompts and completions but no columns. Elsewhere: `prompts` the prompt as the
+model saw it, `completions` the completion text, the column `answer` (also as `solution` in a TRL run,
+`ground_truth` in a verl run, the names their rewards read), and in a tool run `tool_calls` from its
+turns; a conversational dataset's prompt is then passed as its rendered text.
 """
 
 from __future__ import annotations
@@ -41,6 +49,7 @@ import pandas as pd
 from grpo_lab import rewards
 from grpo_lab.objective.options import STD_MODES
 from grpo_lab.rundir import json_file, rescores
+from grpo_lab.rundir.importers.samples import COLUMN_PREFIX, SOURCE_COMPLETION, SOURCE_COMPLETION_IDS, SOURCE_PROMPT
 from grpo_lab.rundir.layout import valid_run_name
 from grpo_lab.rundir.query import query
 from grpo_lab.rundir.reader import open_regular
@@ -51,7 +60,8 @@ CHANGED_TOL = 1e-6  # a reward that moved less (relative) only lost float digits
 # The answer column under the names other trainers' rewards read it (docs/run-directory.md, `answer`)
 ANSWER_ALIASES = {"trl": "solution", "verl": "ground_truth"}
 READ_COLUMNS = ("step", "group", "sample_idx", "prompt_id", "prompt", "completion", "answer", "reward",
-                "advantage", "dropped", "turns")
+                "advantage", "dropped", "turns", SOURCE_PROMPT, SOURCE_COMPLETION, SOURCE_COMPLETION_IDS)
+CALL_DEPTH = 64  # a logged prompt, completion or column value: JSON nested at most this deep (the runs folder's reader)
 
 
 class RescoreError(ValueError):
@@ -164,12 +174,14 @@ def read_samples(run_dir: Path) -> pd.DataFrame:
     names = set(query(run_dir, "samples", "SELECT * FROM {src} LIMIT 0")[0].columns)
     if "completion" not in names:
         raise RescoreError(f"run {run_dir.name}: its samples table has no completion column, nothing to score")
-    picked = ", ".join(f'"{c}"' for c in READ_COLUMNS if c in names)
+    picked = ", ".join(f'"{c}"' for c in [*READ_COLUMNS, *sorted(n for n in names if n.startswith(COLUMN_PREFIX))]
+                       if c in names)
     rows, problems = query(run_dir, "samples", f'SELECT {picked} FROM {{src}} ORDER BY step, "group", sample_idx')
     rows = rows[rows["completion"].notna()].reset_index(drop=True) if not rows.empty else rows
     if rows.empty:
         raise RescoreError(f"run {run_dir.name}: no completions to score ({'; '.join(problems) or 'the samples are empty'})")
-    for column in ("prompt", "prompt_id", "answer", "reward", "advantage", "dropped", "turns"):
+    for column in ("prompt", "prompt_id", "answer", "reward", "advantage", "dropped", "turns", SOURCE_PROMPT,
+                   SOURCE_COMPLETION, SOURCE_COMPLETION_IDS):
         if column not in rows:
             rows[column] = None
     rows["dropped"] = rows["dropped"].fillna(False).astype(bool)
@@ -178,7 +190,11 @@ def read_samples(run_dir: Path) -> pd.DataFrame:
 
 def reward_inputs(rows: pd.DataFrame, config: dict) -> tuple[list, list, dict]:
     """(prompts, completions, columns) of one step's rows, as the trainer hands them to rewards
-    (trainer.scoring.reward_inputs) from what the run logged (module docstring)."""
+    (trainer.scoring.reward_inputs) from what the run logged (module docstring): the trainer's own
+    call where every row kept it (`recorded_call`), else rebuilt from the text columns."""
+    recorded = recorded_call(rows)
+    if recorded is not None:
+        return recorded
     columns: dict[str, list] = {}
     answers = [None if _missing(a) else a for a in rows["answer"]]
     if any(a is not None for a in answers):
@@ -192,8 +208,42 @@ def reward_inputs(rows: pd.DataFrame, config: dict) -> tuple[list, list, dict]:
     return rows["prompt"].fillna("").astype(str).tolist(), rows["completion"].astype(str).tolist(), columns
 
 
+def recorded_call(rows: pd.DataFrame) -> tuple[list, list, dict] | None:
+    """(prompts, completions, columns) as the source trainer handed them to its rewards, from the
+    `source_prompt`, `source_completion` and `column/<name>` columns (JSON, importers/samples.py
+    reward_call_columns); None when a row of these lacks them (a run that did not keep the call).
+    A column kept for only some rows is not a keyword of this call."""
+    if not _kept(rows, SOURCE_PROMPT) or not _kept(rows, SOURCE_COMPLETION):
+        return None
+    columns = {name[len(COLUMN_PREFIX):]: _parsed(rows[name], name) for name in rows.columns
+               if name.startswith(COLUMN_PREFIX) and _kept(rows, name)}
+    return _parsed(rows[SOURCE_PROMPT], SOURCE_PROMPT), _parsed(rows[SOURCE_COMPLETION], SOURCE_COMPLETION), columns
+
+
+def completion_ids(rows: pd.DataFrame) -> list[list[int]] | None:
+    """The completions' token ids as the source trainer handed them to its rewards (`completion_ids`),
+    where every row kept them; else None (what the trainer of a run without them passes is not known here)."""
+    return _parsed(rows[SOURCE_COMPLETION_IDS], SOURCE_COMPLETION_IDS) if _kept(rows, SOURCE_COMPLETION_IDS) else None
+
+
+def _kept(rows: pd.DataFrame, column: str) -> bool:
+    """Every row has a value in `column` (JSON text; null: the run did not keep it there)."""
+    return column in rows and not rows.empty and bool(rows[column].notna().all())
+
+
+def _parsed(values: pd.Series, name: str) -> list:
+    """Each JSON text of a logged column, read as the runs folder reads JSON (depth-limited); a value
+    that is not is one line naming the column."""
+    try:
+        return [json_file.parse(v, f"samples column {name}", CALL_DEPTH) for v in values]
+    except json_file.JsonFileError as exc:
+        raise RescoreError(str(exc)) from None
+
+
 def logged_columns(rows: pd.DataFrame, config: dict) -> list[str]:
     """The column keywords reward_inputs gives the rewards of this run (some step logged each)."""
+    if SOURCE_PROMPT in rows and rows[SOURCE_PROMPT].notna().any():  # the trainer's own call: the columns it kept
+        return [n[len(COLUMN_PREFIX):] for n in rows.columns if n.startswith(COLUMN_PREFIX) and rows[n].notna().any()]
     names = ["answer", *([ANSWER_ALIASES[config["source"]]] if config.get("source") in ANSWER_ALIASES else [])]
     return [*(names if rows["answer"].notna().any() else []), *(["tool_calls"] if rows["turns"].notna().any() else [])]
 
@@ -244,16 +294,58 @@ def check_inputs(fns: dict[str, tuple[Callable, float]], request: Request, colum
 # --- advantages -----------------------------------------------------------------------------------
 
 
-def step_advantages(rows: pd.DataFrame, totals: np.ndarray, std_mode: str) -> tuple[np.ndarray, dict[int, bool]]:
+@dataclass(frozen=True)
+class AdvantageRule:
+    """How the run's trainer made advantages from rewards: `group_advantages`' arguments."""
+
+    std_mode: str = "group"
+    epsilon: float = 0.0  # divide by std + epsilon (TRL: 1e-4); 0: the chapter's std alone
+    batch_ddof: int = 0  # std_mode batch: the batch's N-1 std (TRL) or population std (ours)
+    dtype: str = "float64"  # what the arithmetic runs in: TRL's float32, or ours
+
+    def as_dict(self) -> dict:
+        return {"std_mode": self.std_mode, "epsilon": self.epsilon, "batch_ddof": self.batch_ddof,
+                "dtype": self.dtype}
+
+
+MAX_EPSILON = 1.0  # an advantage_epsilon above this is not a trainer's rule but a planted value
+
+
+def advantage_rule(config: dict, run: str = "RUN") -> AdvantageRule:
+    """The run's own rule, from its config.json: `std_mode`; `advantage_epsilon` (TRL's 1e-4, which the
+    callback and the importer record); a TRL run's batch std is N-1 (TRL's `nanstd`,
+    scale_rewards="batch") and its arithmetic float32. Anything else there is one line naming the field.
+
+    >>> advantage_rule({"std_mode": "sample", "source": "trl", "advantage_epsilon": 1e-4})
+    AdvantageRule(std_mode='sample', epsilon=0.0001, batch_ddof=1, dtype='float32')
+    >>> advantage_rule({})
+    AdvantageRule(std_mode='group', epsilon=0.0, batch_ddof=0, dtype='float64')
+    """
+    std_mode = str(config.get("std_mode") or "group")
+    if std_mode not in STD_MODES:
+        raise RescoreError(f"run {run}: std_mode {std_mode!r} in its config.json is not one of {', '.join(STD_MODES)}")
+    epsilon = config.get("advantage_epsilon", 0.0)
+    if (isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or not math.isfinite(epsilon)
+            or not 0 <= epsilon <= MAX_EPSILON):
+        raise RescoreError(f"run {run}: advantage_epsilon {epsilon!r} in its config.json is not a number from 0 to "
+                           f"{MAX_EPSILON:g}")
+    trl = config.get("source") == "trl"
+    return AdvantageRule(std_mode, float(epsilon), 1 if trl else 0, "float32" if trl else "float64")
+
+
+def step_advantages(rows: pd.DataFrame, totals: np.ndarray, rule: AdvantageRule | str
+                    ) -> tuple[np.ndarray, dict[int, bool]]:
     """(advantage per row, zero spread per group) of one step's rows, given their total rewards.
 
     The trainer's call: `group_advantages` of the (N, G) rewards of the groups it trained on
-    together, NaN for no score. Dynamic sampling's dropped groups were never in that batch: they
+    together, NaN for no score, with the run's rule (`advantage_rule`; a std_mode alone: the
+    chapter's rule with it). Dynamic sampling's dropped groups were never in that batch: they
     are a batch of their own here (in the run, their rewards were all equal, so advantage 0)."""
     import torch  # noqa: PLC0415
 
     from grpo_lab.objective.functions import group_advantages  # noqa: PLC0415
 
+    rule = AdvantageRule(rule) if isinstance(rule, str) else rule
     out, zero = np.zeros(len(rows)), {}
     for part in (~rows["dropped"].to_numpy(), rows["dropped"].to_numpy()):
         if not part.any():
@@ -264,7 +356,8 @@ def step_advantages(rows: pd.DataFrame, totals: np.ndarray, std_mode: str) -> tu
         si = rows["sample_idx"].to_numpy()[part].astype(int)
         matrix = np.full((len(index), int(si.max()) + 1), np.nan)  # a verl group may be smaller: NaN pads it
         matrix[gi, si] = totals[part].astype(np.float32)  # the trainer's totals are a float32 tensor
-        result = group_advantages(torch.from_numpy(matrix), std_mode)
+        result = group_advantages(torch.from_numpy(matrix), rule.std_mode, epsilon=rule.epsilon,
+                                  batch_ddof=rule.batch_ddof, dtype=getattr(torch, rule.dtype))
         out[part] = result.advantages.numpy()[gi, si]
         zero.update({g: bool(result.zero_std[i]) for g, i in index.items()})
     return out, zero
@@ -283,10 +376,10 @@ def rescore(run_dir: str | Path, request: Request, *, force: bool = False,
     (one line, nothing written) on bad input."""
     run_dir = Path(run_dir)
     config = _run_config(run_dir)
-    std_mode = str(config.get("std_mode") or "group")
-    if std_mode not in STD_MODES:
-        raise RescoreError(f"run {run_dir.name}: std_mode {std_mode!r} in its config.json is not one of "
-                           f"{', '.join(STD_MODES)}")
+    rule = advantage_rule(config, run_dir.name)
+    if config.get("trl/multi_objective_aggregation") == "normalize_then_sum":
+        log(f"run {run_dir.name}: TRL normalised each reward before summing (normalize_then_sum); the advantages "
+            "here are recomputed from the totals, as its default sum_then_normalize does")
     try:  # RUN/rescores a symlink out of the run, or a file: refused before anything is scored
         target = rescores.folder(run_dir) / request.name
     except rescores.WriteError as exc:
@@ -305,8 +398,8 @@ def rescore(run_dir: str | Path, request: Request, *, force: bool = False,
     for step, at in rows.groupby("step", sort=True).indices.items():
         part = rows.iloc[at]
         prompts_in, completions, columns = reward_inputs(part, config)
-        scores = rewards.score_all(fns, prompts_in, completions, columns, trainer_state=trainer_state(config, prompts,
-                                                                                                      int(step)))
+        scores = rewards.score_all(fns, prompts_in, completions, columns, completion_ids=completion_ids(part),
+                                   trainer_state=trainer_state(config, prompts, int(step)))
         for line in scores.messages:
             log(f"step {step}: {line}")
         for name, values in scores.per_reward.items():
@@ -316,8 +409,8 @@ def rescore(run_dir: str | Path, request: Request, *, force: bool = False,
         for name, message in scores.first_error.items():
             first_error.setdefault(name, message)
         total[at] = _totals(scores.total).astype(np.float32)  # as the trainer's totals tensor rounds them
-        advantage[at], after = step_advantages(part, total[at], std_mode)
-        run_adv[at], before = step_advantages(part, run_total[at], std_mode)
+        advantage[at], after = step_advantages(part, total[at], rule)
+        run_adv[at], before = step_advantages(part, run_total[at], rule)
         zero_after.update({(int(step), int(g)): z for g, z in after.items()})
         zero_before.update({(int(step), int(g)): z for g, z in before.items()})
     table = pd.DataFrame({
@@ -328,7 +421,7 @@ def rescore(run_dir: str | Path, request: Request, *, force: bool = False,
         "run_reward": _nullable(run_total), "run_advantage": pd.to_numeric(rows["advantage"], errors="coerce")})
     table["reward_changed"] = _changed(run_total, total)
     table["sign_flipped"] = np.sign(run_adv) * np.sign(advantage) < 0
-    summary = summarize(table, zero_before, zero_after, request=request, std_mode=std_mode, run=run_dir.name,
+    summary = summarize(table, zero_before, zero_after, request=request, rule=rule, run=run_dir.name,
                         errors=errors, first_error=first_error, seconds=time.time() - start)
     try:
         rescores.write(run_dir, request.name, table, summary, force)
@@ -348,8 +441,8 @@ def _changed(before: np.ndarray, after: np.ndarray) -> np.ndarray:
     return (scored & moved) | (np.isnan(before) != np.isnan(after))
 
 
-def summarize(table: pd.DataFrame, zero_before: dict, zero_after: dict, *, request: Request, std_mode: str, run: str,
-              errors: dict, first_error: dict, seconds: float) -> dict:
+def summarize(table: pd.DataFrame, zero_before: dict, zero_after: dict, *, request: Request, rule: AdvantageRule,
+              run: str, errors: dict, first_error: dict, seconds: float) -> dict:
     """summary.json: what the new rewards change (docs/run-directory.md, rescores/)."""
     keys = list(zero_after)
     flipped = table.loc[table["sign_flipped"], ["step", "group"]].drop_duplicates()
@@ -358,7 +451,8 @@ def summarize(table: pd.DataFrame, zero_before: dict, zero_after: dict, *, reque
     examples = lambda pairs: [list(map(int, p)) for p in list(pairs)[:EXAMPLES]]  # noqa: E731
     return {
         "name": request.name, "run": run, "spec": request.spec, "rewards": request.rewards,
-        "reward_params": request.reward_params, "std_mode": std_mode, "created_at": time.time(),
+        "reward_params": request.reward_params, "std_mode": rule.std_mode, "advantage_rule": rule.as_dict(),
+        "created_at": time.time(),
         "seconds": round(seconds, 3), "samples": int(len(table)), "groups": len(keys),
         "steps": int(table["step"].nunique()),
         "reward_changed": int(table["reward_changed"].sum()),

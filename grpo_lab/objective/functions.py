@@ -38,14 +38,16 @@ class GroupAdvantages:
     zero_std: torch.Tensor  # (N,) bool: all scored rewards equal, or fewer than 2 scored
 
 
-def group_advantages(rewards: torch.Tensor, std_mode: str = "group") -> GroupAdvantages:
+def group_advantages(rewards: torch.Tensor, std_mode: str = "group", *, epsilon: float = 0.0,
+                     batch_ddof: int = 0, dtype: torch.dtype = torch.float64) -> GroupAdvantages:
     """A_i = (r_i - mean) / std over each row of `rewards` (N, G).
 
     std_mode: "group" divides by the population std (1/G, the chapter); "sample" by the N-1 std
     (TRL, verl); "batch" centres on the group mean but divides by the population std of every
-    scored reward in the batch (TRL's scale_rewards="batch"; "group mean, batch std" in Liu et al.,
-    "Tricks or Traps? A Deep Dive into RL for LLM Reasoning", 2025, arXiv:2508.08221); "none" only
-    centres (Dr. GRPO). NaN rewards mean "no score": left out of the mean and std, advantage 0.
+    scored reward in the batch (TRL's scale_rewards="batch", which takes the N-1 std: batch_ddof;
+    "group mean, batch std" in Liu et al., "Tricks or Traps? A Deep Dive into RL for LLM Reasoning",
+    2025, arXiv:2508.08221); "none" only centres (Dr. GRPO). NaN rewards mean "no score": left out of
+    the mean and std, advantage 0.
     A group whose scored rewards are all equal gets advantages 0, never NaN.
 
     >>> group_advantages(torch.tensor([[1., 3., 2., 6.]])).advantages.round(decimals=2)
@@ -58,10 +60,30 @@ def group_advantages(rewards: torch.Tensor, std_mode: str = "group") -> GroupAdv
     >>> group_advantages(torch.tensor([[1., 0., 0., 0.], [1., 1., 1., 1.]]), "batch").advantages.round(decimals=2)
     tensor([[ 1.5500, -0.5200, -0.5200, -0.5200],
             [ 0.0000,  0.0000,  0.0000,  0.0000]])
+
+    Other trainers' rules are options, so a run is recomputed with its own (grpo_lab/rescore.py reads
+    them from config.json). `epsilon` > 0 divides by std + epsilon instead of std, as TRL does
+    (1e-4, config.json `advantage_epsilon`): no group is then set to 0 for a small spread, only
+    groups with fewer than 2 scores (TRL's std is NaN there, its advantage 0); a group of equal
+    rewards still gets 0 = 0 / epsilon. `batch_ddof` 1 makes std_mode "batch" divide by the N-1 std
+    of the batch (TRL's scale_rewards="batch", its `nanstd`) instead of the population std. `dtype`:
+    what the arithmetic runs in; TRL's is float32, and with a spread of a few float32 steps its mean's
+    rounding, divided by std + 1e-4, moves an advantage by 1e-5, so a TRL run is recomputed in float32.
+    TRL's default (scale_rewards="group": std_mode "sample"): one right answer in four, 0.75 / (0.5 + 1e-4);
+    with scale_rewards="batch" the batch above divides by its N-1 std, 0.52 (1.45, not 1.55):
+
+    >>> group_advantages(torch.tensor([[1., 0., 0., 0.]]), "sample", epsilon=1e-4).advantages
+    tensor([[ 1.4997, -0.4999, -0.4999, -0.4999]])
+    >>> group_advantages(torch.tensor([[1., 0., 0., 0.], [1., 1., 1., 1.]]), "batch", epsilon=1e-4,
+    ...                  batch_ddof=1).advantages.round(decimals=2)
+    tensor([[ 1.4500, -0.4800, -0.4800, -0.4800],
+            [ 0.0000,  0.0000,  0.0000,  0.0000]])
     """
     if std_mode not in STD_MODES:
         raise ValueError(f"std_mode: must be one of {STD_MODES}, got {std_mode!r}")
-    rewards = torch.as_tensor(rewards, dtype=torch.float64)
+    if not (epsilon >= 0 and batch_ddof in (0, 1)):
+        raise ValueError(f"epsilon must be >= 0 and batch_ddof 0 or 1, got {epsilon!r} and {batch_ddof!r}")
+    rewards = torch.as_tensor(rewards, dtype=dtype)
     if rewards.dim() == 1:
         rewards = rewards.unsqueeze(0)
     scored = ~torch.isnan(rewards)
@@ -76,21 +98,26 @@ def group_advantages(rewards: torch.Tensor, std_mode: str = "group") -> GroupAdv
     if std_mode == "none":
         std = torch.ones_like(spread)
     elif std_mode == "batch":
-        std = _batch_std(rewards, scored).expand_as(spread)
+        std = _batch_std(rewards, scored, batch_ddof).expand_as(spread)
     else:
         std = spread
-    safe_std = torch.where(zero_std | (std < ZERO_STD_TOL), torch.ones_like(std), std)
-    adv = (rewards - mean[:, None]) / safe_std[:, None]
-    adv = torch.where(scored & ~zero_std[:, None], adv, torch.zeros_like(adv))
+    if epsilon > 0:  # std + epsilon never divides by 0: only a group with under 2 scores gets 0
+        divide, signal = (torch.ones_like(std) if std_mode == "none" else std + epsilon), count >= 2
+    else:
+        divide = torch.where(zero_std | (std < ZERO_STD_TOL), torch.ones_like(std), std)
+        signal = ~zero_std
+    adv = (rewards - mean[:, None]) / divide[:, None]
+    adv = torch.where(scored & signal[:, None], adv, torch.zeros_like(adv))
     return GroupAdvantages(adv.float(), mean.float(), std.float(), zero_std)
 
 
-def _batch_std(rewards: torch.Tensor, scored: torch.Tensor) -> torch.Tensor:
-    """Population std of every scored reward of the batch, all groups together (a 0-dim tensor)."""
+def _batch_std(rewards: torch.Tensor, scored: torch.Tensor, ddof: int = 0) -> torch.Tensor:
+    """Std of every scored reward of the batch, all groups together (a 0-dim tensor): the
+    population std (ddof 0), or the N-1 one (ddof 1; 0 with fewer than 2 scores)."""
     values = rewards[scored]
-    if values.numel() == 0:
+    if values.numel() <= ddof:
         return torch.zeros((), dtype=rewards.dtype)
-    return ((values - values.mean()) ** 2).mean().sqrt()
+    return (((values - values.mean()) ** 2).sum() / (values.numel() - ddof)).sqrt()
 
 
 # --- policy ratio and clipped surrogate -------------------------------------------------------

@@ -8,10 +8,13 @@
 What it writes (docs/trl-and-verl.md): config.json (TRL's options, those that map to ours under our
 names), status.json, tables/scalars (TRL's metrics under our names where they mean the same, the
 rest under `trl/`), and tables/samples: every completion with its prompt, rewards per function,
-what rewards logged with `log_extra` (`extra/<name>`) and TRL's own advantage; in a run with
-tools (`tools=`, `environment_factory=`), each completion's turns, tool_calls and tool_errors. TRL exposes no
-per-token figures, so there are no ratio histograms and no token detail; config.json and
-status.json say `source: "trl"` so the dashboard can tell.
+what rewards logged with `log_extra` (`extra/<name>`) and TRL's own advantage, and the reward call
+as TRL made it (the prompts and completions it passed, messages for a conversational dataset,
+the completion ids and every dataset column: `source_*`, `column/<name>`), so a rescore calls the
+rewards exactly as TRL did; in a run with tools (`tools=`, `environment_factory=`), each
+completion's turns, tool_calls and tool_errors. TRL exposes no per-token figures, so there are no
+ratio histograms and no token detail; config.json and status.json say `source: "trl"` so the
+dashboard can tell.
 
 Why it reads the trainer's internals: a TrainerCallback gets the arguments, the state and the
 model, never the trainer. TRL keeps the completions of its latest generation batch, with their
@@ -20,12 +23,16 @@ rewards and advantages, in `trainer._logs` (the table behind `log_completions`),
 in, or the Trainer whose __init__ calls `on_init_end`) and, after every micro-step, takes
 `_logs` whenever `_buffered_inputs` is a new object: each generation batch exactly once, at the
 optimizer step that first trains on it, whatever logging_steps, num_iterations or
-steps_per_generation are. Only the main process (`state.is_world_process_zero`) writes.
+steps_per_generation are. The dataset's columns are in no log: the callback wraps the trainer's
+`_calculate_rewards(inputs, prompts, completions, completion_ids_list)` and keeps, for the latest
+training batch, what it hands the rewards (gathered from every process, as TRL gathers its log).
+Only the main process (`state.is_world_process_zero`) writes.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
 import sys
 import time
@@ -67,6 +74,7 @@ class RunDirCallback(TrainerCallback):
         self.seen_batch: int | None = None  # id() of the last generation batch taken
         self.groups_at: dict[int, int] = {}  # step -> groups written so far
         self.extra_kinds: dict[str, str] = {}  # log_extra column -> number or text (importers/samples.py)
+        self.reward_call: dict[str, list] | None = None  # what the latest training batch's rewards were handed
 
     # --- finding the trainer -------------------------------------------------------------------
 
@@ -94,6 +102,28 @@ class RunDirCallback(TrainerCallback):
                 raise
 
         trainer.train = train_and_report
+        self._keep_reward_calls(trainer)
+
+    def _keep_reward_calls(self, trainer: Any) -> None:
+        """Wrap TRL's `_calculate_rewards` to keep the call its rewards get (the module docstring)."""
+        calculate = getattr(trainer, "_calculate_rewards", None)
+        try:
+            signature = inspect.signature(calculate)
+            signature.bind(inputs=[], prompts=[], completions=[], completion_ids_list=[])
+        except (TypeError, ValueError):
+            log.warning("RunDirCallback: this TRL version's _calculate_rewards is not 1.16's; the reward call "
+                        "(source_*, column/*) is not kept")
+            return
+
+        @functools.wraps(calculate)
+        def calculate_and_keep(*args, **kwargs):
+            if getattr(trainer.model, "training", False):  # TRL's own test: a training batch, not an evaluation
+                call = signature.bind(*args, **kwargs).arguments
+                self.reward_call = _reward_call(trainer, call["inputs"], call["prompts"], call["completions"],
+                                                call["completion_ids_list"])
+            return calculate(*args, **kwargs)
+
+        trainer._calculate_rewards = calculate_and_keep
 
     # --- training events -----------------------------------------------------------------------
 
@@ -193,6 +223,11 @@ class RunDirCallback(TrainerCallback):
             completion=[samples.text(c) for c in tail(logs["completion"])],
             reward=samples.weighted_total(per_fn, weights), advantage=tail(logs["advantages"]), per_fn=per_fn,
             extra=samples.extra_columns(extra, self.extra_kinds))
+        call, self.reward_call = self.reward_call, None
+        if call is not None and len(call["prompts"]) >= n:  # the batch's reward call, its latest n rows
+            cols.update(samples.reward_call_columns(
+                tail(call["prompts"]), tail(call["completions"]), {k: tail(v) for k, v in call["columns"].items()},
+                tail(call["completion_ids"])))
         if getattr(trainer, "tools", None):  # tools or environment_factory: completions are conversations
             try:
                 cols.update(turns.columns(tail(logs["completion"]), "TRL's completions log"))
@@ -231,6 +266,23 @@ class RunDirCallback(TrainerCallback):
             "trl_version": _trl_version(),
             **names.trl_options(trl_args),
         }
+
+
+def _reward_call(trainer: Any, inputs: list[dict], prompts: list, completions: list, completion_ids: list) -> dict:
+    """What TRL 1.16's `_calculate_rewards` hands every reward function: `prompts`, `completions`,
+    `completion_ids`, and each column of the batch's rows but prompt, completion and completion_ids (its
+    rule: the keys of the first row), gathered over the processes in TRL's order (rank 0 first)."""
+    keys = [key for key in (inputs[0] if inputs else {}) if key not in ("prompt", "completion", "completion_ids")]
+    call = {"prompts": list(prompts), "completions": list(completions),
+            "completion_ids": [list(ids) for ids in completion_ids],
+            "columns": {key: [row[key] for row in inputs] for key in keys}}
+    accelerator = getattr(trainer, "accelerator", None)
+    if accelerator is not None and accelerator.num_processes > 1:  # every process calls this: a collective
+        from accelerate.utils import gather_object  # noqa: PLC0415
+
+        call = {k: ({c: gather_object(v) for c, v in value.items()} if k == "columns" else gather_object(value))
+                for k, value in call.items()}
+    return call
 
 
 def _calling_trainer() -> Any:

@@ -150,16 +150,35 @@ def start(cls: type, row: dict, rendered: str, prompter: Callable[[Any], str] | 
         return Started(env, None, rendered, source)
     prompt = with_observation(source, observation)
     text = prompter(prompt) if prompter is not None else with_observation(rendered, observation)
-    _remember(env, prompt)  # the rewards' `prompts` carry it too (prompts_seen)
+    _remember(env, prompt, text)  # the rewards' `prompts` carry it too (prompts_seen), the samples' text (texts_seen)
     return Started(env, observation, text, prompt)
 
 
 # --- what the trainer calls (grpo_lab/trainer/setup.py, multiturn.py, scoring.py) -----------------------
 
 
-def run_rewards(environment_spec: str, configured: dict) -> dict[str, tuple[Callable, float]]:
+def source_name(environment_spec: str) -> str | None:
+    """The name the environment's get_reward scores under (its class's, as in TRL), which config.json
+    lists among the run's rewards at weight 1; None without an environment or without get_reward.
+    A ConfigError (one line) when the class does not load."""
+    from grpo_lab.tools.registry import ToolError, load_environment  # noqa: PLC0415
+    from grpo_lab.trainer.config import ConfigError  # noqa: PLC0415
+
+    if not environment_spec:
+        return None
+    try:
+        cls = load_environment(environment_spec)
+    except ToolError as exc:
+        raise ConfigError(str(exc)) from None
+    return cls.__name__ if owns_reward(cls) else None
+
+
+def run_rewards(environment_spec: str, configured: dict, listed: float | None = None
+                ) -> dict[str, tuple[Callable, float]]:
     """The reward sources `--environment` adds to the configured ones (TRL's get_reward source, or
-    none); a ConfigError (one line) when the run would have no reward at all."""
+    none); a ConfigError (one line) when the run would have no reward at all. `listed`: the weight
+    the run's rewards give the source by its name (config.json lists it; a resumed run reads it
+    back): TRL's 1, or a one-line refusal."""
     from grpo_lab.tools.registry import ToolError, load_environment  # noqa: PLC0415
     from grpo_lab.trainer.config import ConfigError  # noqa: PLC0415
 
@@ -169,6 +188,9 @@ def run_rewards(environment_spec: str, configured: dict) -> dict[str, tuple[Call
         added = environment_rewards(load_environment(environment_spec), configured)
     except (ToolError, ValueError) as exc:
         raise ConfigError(str(exc)) from None
+    if added and listed not in (None, 1.0):
+        raise ConfigError(f"rewards: {next(iter(added))} is the environment's get_reward, which scores at weight 1 "
+                          f"(as in TRL); got {listed:g}")
     if not configured and not added:
         raise ConfigError(f"rewards: none given, and environment {environment_spec} has no get_reward to score "
                           "with; name a reward with --rewards")
@@ -195,12 +217,13 @@ def start_rollouts(setup, rows: list[dict] | None, prompts: list[str], copies: i
     return texts, boxes, envs
 
 
-# id(env) -> (a reference to env, the prompt with its observation): an entry goes with its instance
-_SEEN: dict[int, tuple[Callable[[], object], Any]] = {}
+# id(env) -> (a reference to env, the prompt with its observation, the text the model started from):
+# an entry goes with its instance
+_SEEN: dict[int, tuple[Callable[[], object], Any, str]] = {}
 _SEEN_MAX = 1 << 16
 
 
-def _remember(env: object, prompt: Any) -> None:
+def _remember(env: object, prompt: Any, text: str) -> None:
     if len(_SEEN) >= _SEEN_MAX:  # instances that cannot be weakly referenced: drop the oldest half
         for key in list(_SEEN)[:_SEEN_MAX // 2]:
             _SEEN.pop(key, None)
@@ -208,18 +231,28 @@ def _remember(env: object, prompt: Any) -> None:
         ref = weakref.ref(env, lambda _gone, key=id(env): _SEEN.pop(key, None))
     except TypeError:  # a class with __slots__ and no __weakref__
         ref = lambda env=env: env  # noqa: E731
-    _SEEN[id(env)] = (ref, prompt)
+    _SEEN[id(env)] = (ref, prompt, text)
 
 
 def prompts_seen(environments: list | None, prompts: list) -> list:
     """The rewards' `prompts`, as TRL hands them: with the observation reset returned, where it
     returned one (the environment instance says which rollout)."""
+    return _seen(environments, prompts, 1)
+
+
+def texts_seen(environments: list | None, texts: list[str]) -> list[str]:
+    """The prompt texts the model started from (the samples' `prompt`): re-rendered with the observation
+    reset returned, where it returned one; `texts` (the rendered dataset prompts) elsewhere."""
+    return _seen(environments, texts, 2)
+
+
+def _seen(environments: list | None, fallback: list, field: int) -> list:
     if not environments:
-        return prompts
+        return fallback
     out = []
-    for env, prompt in zip(environments, prompts):
+    for env, value in zip(environments, fallback):
         kept = _SEEN.get(id(env))
-        out.append(kept[1] if kept is not None and kept[0]() is env else prompt)
+        out.append(kept[field] if kept is not None and kept[0]() is env else value)
     return out
 
 

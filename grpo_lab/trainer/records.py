@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from grpo_lab.rundir import metrics
+from grpo_lab.tools import environments as env_rules
 from grpo_lab.trainer.doctor import repetitive
 from grpo_lab.trainer.timing import rank_scalars, rank_seconds
 from grpo_lab.trainer.updates import LastPass, TokenStats, Updates
@@ -269,7 +270,7 @@ def sample_rows(step: int, batch, *, advantages: torch.Tensor, last: LastPass, g
         "prompt_id": [str(batch.row_of(i)["prompt_id"]) for i in range(n)],
         "sample_idx": [i % G for i in range(n)],
         # what the model saw: with an environment, the prompt its reset's observation was rendered into
-        "prompt": [batch.row_of(i)["prompt"] for i in range(n)],
+        "prompt": env_rules.texts_seen(batch.rollout.environments, [batch.row_of(i)["prompt"] for i in range(n)]),
         "completion": batch.rollout.completions,
         # the dataset's reference (answer, else solution, else ground_truth; null when it has none)
         "answer": [reference(batch.row_of(i)) for i in range(n)],

@@ -93,11 +93,13 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def open_run(cfg: Config, paths: RunPaths, lock: RunLock | None) -> tuple[RunLock, logging.Logger, StatusFile]:
+def open_run(cfg: Config, paths: RunPaths, lock: RunLock | None, rewards: dict[str, float] | None = None
+             ) -> tuple[RunLock, logging.Logger, StatusFile]:
     """The run directory's first files, all of them or none: the folder (a new run's is created
     exclusively: of two trainers started with one name, one wins and the other gets one line),
     the lock (`lock`, when a resume took it already), the disk reserve, train.log, config.json and
-    a "starting" status.json.
+    a "starting" status.json. `rewards`: every reward source the run scores with and its weight,
+    for config.json (an environment's get_reward beside the configured rewards, as TRL names it).
 
     When the disk (or anything else) refuses one of them, a new run's folder goes: this process
     created it, so everything in it is its own. A resumed run keeps all it had; only the reserve
@@ -114,7 +116,7 @@ def open_run(cfg: Config, paths: RunPaths, lock: RunLock | None) -> tuple[RunLoc
         lock = lock or claim(cfg, paths)
         make_reserve(paths)
         log = open_log(paths)
-        write_json_atomic(paths.config, cfg.run_record())
+        write_json_atomic(paths.config, {**cfg.run_record(), **({"rewards": rewards} if rewards else {})})
         status = StatusFile(paths.status, name=cfg.name, algo=cfg.algo, model=cfg.model, task=cfg.task,
                             total_steps=cfg.max_steps)
         status.update(state="starting")
@@ -192,7 +194,7 @@ def prepare(cfg: Config, d: Dist | None = None, tasks: tuple[Task, Task | None] 
     log, status = rank_log(d.rank), NullStatus()
     with d.agreed():
         if d.writer:
-            lock, log, status = open_run(cfg, paths, lock)
+            lock, log, status = open_run(cfg, paths, lock, {name: w for name, (_fn, w) in reward_fns.items()})
     for line in dry_warnings if d.writer else ():
         log.warning("%s", line)
     try:

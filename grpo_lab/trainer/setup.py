@@ -19,14 +19,18 @@ from grpo_lab.trainer.scoring import make_trainer_state, reward_inputs
 from grpo_lab.trainer.tasks import Task
 
 def build_rewards(cfg: Config) -> dict[str, tuple[Callable, float]]:
+    # an environment class with get_reward is a reward source of its own, as TRL makes it; config.json
+    # lists it among the rewards under its class name (so a resumed run reads it back): added, not built
+    own = environments.source_name(cfg.environment)
     out = {}
     for name, weight in cfg.rewards.items():
+        if name == own:
+            continue
         try:
             out[name] = (rewards.build(name, **cfg.reward_params.get(name, {})), float(weight))
         except (ValueError, ImportError, AttributeError, TypeError) as exc:
             raise ConfigError(f"rewards: {str(exc).splitlines()[0]}") from None
-    # an environment class with get_reward is a reward source of its own, as TRL makes it
-    return out | environments.run_rewards(cfg.environment, out)
+    return out | environments.run_rewards(cfg.environment, out, cfg.rewards.get(own))
 
 
 # A TypeError that Python raises for a call that does not fit a signature (an inner call's, when

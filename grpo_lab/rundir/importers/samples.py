@@ -168,3 +168,38 @@ def _extra_text(v: Any) -> str | None:
     if isinstance(v, (list, dict, tuple)):
         return json.dumps(v, default=str, ensure_ascii=False)
     return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+# --- what the source trainer handed its rewards -------------------------------------------------
+
+COLUMN_PREFIX = "column/"  # a dataset column as the rewards got it (docs/run-directory.md)
+SOURCE_PROMPT, SOURCE_COMPLETION, SOURCE_COMPLETION_IDS = "source_prompt", "source_completion", "source_completion_ids"
+
+
+def reward_call_columns(prompts: Sequence[Any], completions: Sequence[Any],
+                        columns: dict[str, Sequence[Any]] | None = None,
+                        completion_ids: Sequence[Any] | None = None) -> dict[str, pa.Array]:
+    """The reward call of a source trainer (TRL's `_calculate_rewards`), one JSON text per completion, so
+    a rescore calls the rewards with exactly it: `source_prompt` and `source_completion` as the rewards
+    got them (a string, or TRL's list of messages), `source_completion_ids`, and each dataset column
+    as `column/<name>`. A column with a value that is not JSON (an image) is left out, and so is one
+    of the others (the rescore then reads the text columns).
+
+    >>> cols = reward_call_columns([[{"role": "user", "content": "2+2="}]], [[{"role": "assistant", "content": "4"}]],
+    ...                            {"solution": ["4"], "image": [object()]}, [[19, 2]])
+    >>> sorted(cols)
+    ['column/solution', 'source_completion', 'source_completion_ids', 'source_prompt']
+    >>> cols["source_completion"].to_pylist(), cols["column/solution"].to_pylist()
+    (['[{"role": "assistant", "content": "4"}]'], ['"4"'])
+    """
+    named = {SOURCE_PROMPT: prompts, SOURCE_COMPLETION: completions, SOURCE_COMPLETION_IDS: completion_ids,
+             **{COLUMN_PREFIX + str(k): v for k, v in (columns or {}).items()}}
+    out = {}
+    for name, values in named.items():
+        if values is None:
+            continue
+        try:
+            out[name] = pa.array([json.dumps(turns.plain(v), ensure_ascii=False) for v in values], pa.string())
+        except (TypeError, ValueError):  # not JSON: a column the rescore cannot hand over, left out
+            continue
+    return out

@@ -16,6 +16,10 @@ What TRL leaves there (GRPOTrainer, trl 1.16):
   `log_extra`: kept as `extra/<name>` (numbers, else text), the native trainer's naming.
   In a run with tools, a completion is the conversation with its tool calls and results:
   read into `turns`, `tool_calls`, `tool_errors` (importers/turns.py) when any completion made a call.
+  The prompt and completion are what TRL handed its rewards (a string, or messages): kept as
+  `source_prompt` and `source_completion` too, so a rescore hands them over the same way (the keys
+  Parquet adds to a message for other messages' fields, null, are dropped). The dataset's other
+  columns and the completion ids are in no file TRL writes: an import has no `column/<name>`.
 - `trainer_state.json` (`trainer.save_state()`, or inside each `checkpoint-<step>/`):
   `log_history`, one record per log call with the metrics and `step`; its keys sorted.
 - `training_args.bin` (`save_model()`, and in each checkpoint): the GRPOConfig, pickled; read
@@ -279,10 +283,38 @@ def write_step(writer, path: Path, df, *, step: int, group_size: int, fn_names: 
     cols = samples.columns(
         step=step, group=group, sample_idx=sample_idx, prompt=prompts, completion=completions,
         reward=samples.weighted_total(per_fn, weights), advantage=advantage, per_fn=per_fn, extra=extra)
+    cols.update(reward_call(path, df))
     if tools:
         cols.update(turns.columns(df["completion"].tolist(), str(path)))
     writer.log("samples", cols)
     writer.flush()
+
+
+def reward_call(path: Path, df) -> dict:
+    """`source_prompt` and `source_completion`: the prompt and completion as TRL handed them to its rewards
+    (module docstring). Their text is within the limit already (`checked`); as JSON, with quotes, escapes
+    and message fields, each is held to twice that."""
+    cols = samples.reward_call_columns([as_logged(v) for v in df["prompt"]], [as_logged(v) for v in df["completion"]])
+    for name, values in cols.items():
+        for i, value in enumerate(values.to_pylist()):
+            if len(value) > 2 * limits.MAX_TEXT_CHARS:
+                raise SourceError(f"{path}: row {i}: {name.removeprefix('source_')} has {len(value):,} characters "
+                                  f"as JSON; at most {2 * limits.MAX_TEXT_CHARS:,} are imported")
+    return cols
+
+
+def as_logged(value: Any) -> Any:
+    """A prompt or completion read back from TRL's Parquet as TRL held it: lists, not numpy arrays, and
+    a message without the null fields Parquet gives it for other messages' keys.
+
+    >>> import numpy as np
+    >>> as_logged(np.array([{"role": "assistant", "content": "4", "tool_calls": None}]))
+    [{'role': 'assistant', 'content': '4'}]
+    """
+    value = turns.plain(value)
+    if isinstance(value, list) and all(isinstance(m, dict) for m in value):
+        return [{k: v for k, v in m.items() if v is not None} for m in value]
+    return value
 
 
 def checked(path: Path, df, fn_names: list[str]):
