@@ -46,6 +46,8 @@ BUILTIN_TASKS = ("arithmetic", "word_problems", "big_arithmetic")
 TASK_DEFAULTS = {("builtin", "big_arithmetic"): {"lr": 5e-4, "sft_steps": 500, "max_new_tokens": 20,
                                                  "reward_params": {"correctness": {"symbolic": False}}}}
 BUILTIN_TOOLS = ("calculator", "python")  # grpo_lab/tools/registry.py BUILTIN
+# The sampling loops (trainer/decode.py): auto picks graphs on a CUDA device, eager elsewhere.
+DECODE_MODES = ("auto", "eager", "static", "graphs")
 DATA_FIELDS = ("prompt", "answer", "tests", "system", "id")  # the `columns` mapping's meaningful keys
 TEXT_MAPPINGS = ("columns",)  # dict options whose values are names, not numbers
 
@@ -159,6 +161,11 @@ class Config:
                                       by_model=True, bounds=Bounds(1, MAX_NEW_TOKENS))
     temperature: float = _opt(1.0, "Sampling temperature; 1.0 samples the policy itself.",
                               bounds=Bounds(0.01, 100))
+    decode: str = _opt("auto", "Sampling loop: eager (a dynamic cache; ended rows leave the batch: a CPU's best), "
+                       "static (a fixed-width static KV cache, ended rows kept and masked, checked every 16 tokens), "
+                       "graphs (static, its one-token step captured as CUDA graphs by torch.compile; CUDA only, "
+                       "elsewhere static), auto (graphs on CUDA, else eager). Each draws the same tokens from the "
+                       "same random numbers. Rollouts with tools decode eager.", choices=DECODE_MODES)
     # --- tools (multi-turn rollouts, grpo_lab/trainer/multiturn.py) ---
     tools: str = _opt("", "Tools the policy may call, comma separated: built-in names (calculator, python: sandboxed) or "
                       "module:function (plain functions with type hints and a docstring, as TRL takes them).")

@@ -57,7 +57,8 @@ def evaluate(c: Components) -> dict[str, float]:
     completions, ids, lengths, truncated, turns, environments = [], [], [], [], [], []
     for i in range(0, len(rows), chunk):
         part = rows[i:i + chunk]
-        how = Sampling(copies=1, max_new_tokens=cfg.max_new_tokens, greedy=True, synced=c.dist.sharded)
+        how = Sampling(copies=1, max_new_tokens=cfg.max_new_tokens, greedy=True, synced=c.dist.sharded,
+                       decode=cfg.decode)
         prompts = [r["prompt"] for r in part]
         out = (sample(c.policy, c.tokenizer, prompts, how, c.device) if tools is None else
                multiturn.sample_with_tools(c.policy, c.tokenizer, prompts, how, c.device, tools, part))

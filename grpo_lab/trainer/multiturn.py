@@ -109,7 +109,8 @@ def sample_with_tools(model, tokenizer, prompts: list[str], how: Sampling, devic
     from_tool: list[list[int]] = [[] for _ in range(B)]
     turns: list[list[dict]] = [[] for _ in range(B)]
     calls, ended, done = [0] * B, [False] * B, [False] * B
-    one = replace(how, copies=1)
+    # eager: each round decodes another width and length, where a static cache (and a CUDA graph) would be rebuilt
+    one = replace(how, copies=1, decode="eager")
     while not all(done):
         active = [i for i in range(B) if not done[i]]
         ids, mask = _left_pad([contexts[i] + tokens[i] for i in active], pad, device)

@@ -54,6 +54,10 @@ class GpuPerf:
         return cls(params=sum(p.numel() for p in model.parameters()),
                    peak=peak_flops(torch.cuda.get_device_name(device)), device=device)
 
+    def synchronize(self) -> None:
+        """Wait for the work queued on the device (the phase timer's edges: timing.py)."""
+        torch.cuda.synchronize(self.device)
+
     def scalars(self, sampled_tokens: int, trained_tokens: int, seconds: float) -> dict[str, float]:
         """The step's figures; starts the next step's peak-memory count."""
         achieved = model_flops(self.params, sampled_tokens, trained_tokens) / seconds if seconds > 0 else math.nan

@@ -190,6 +190,8 @@ def _log_tables(c: Components, step, batch, stats, last, *, advantages, per_toke
         ref = batch.ref_logp if batch.ref_logp is not None else torch.full_like(batch.old_logp, float("nan"))
         columns = {"logp_new": last.logp_new, "logp_old": batch.old_logp, "logp_ref": ref, "ratio": last.ratio,
                    "kl": last.kl, "clipped_low": last.clipped_low, "clipped_high": last.clipped_high, **per_token}
+        if batch.rollout.sampler_logp is not None:  # optional: a rollout with tools, or joined rounds, has none
+            columns["logp_sampler"] = batch.rollout.sampler_logp
         c.writer.log("tokens", token_rows(step, batch, which, c.tokenizer, columns))
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 
 from grpo_lab.objective import functions as objective
-from grpo_lab.trainer.decode import Sampling, decode, position_ids
+from grpo_lab.trainer.decode import Sampling, decode_with_logp, position_ids
 from grpo_lab.trainer.models import unwrap
 
 __all__ = ["Rollout", "position_ids", "sample", "token_logprobs", "completion_logits"]
@@ -33,6 +33,9 @@ class Rollout:
     tool_mask: torch.Tensor | None = None  # (B, T)
     turns: list[list[dict]] | None = None
     environments: list | None = None  # each row's environment instance, for the rewards (TRL's keyword)
+    # (B, T) float32: each token's log-prob under the distribution the sampler drew it from (decode.py), 0 after
+    # EOS; the training forward recomputes pi_old on its own. None where the sampler gave none (tools, joined rounds)
+    sampler_logp: torch.Tensor | None = None
 
     @property
     def completion_ids(self) -> torch.Tensor:
@@ -49,7 +52,8 @@ class Rollout:
                        [self.completions[i] for i in index.tolist()], self.generation_s,
                        None if self.tool_mask is None else self.tool_mask[index],
                        None if self.turns is None else [self.turns[i] for i in index.tolist()],
-                       None if self.environments is None else [self.environments[i] for i in index.tolist()])
+                       None if self.environments is None else [self.environments[i] for i in index.tolist()],
+                       None if self.sampler_logp is None else self.sampler_logp[index])
 
     def trimmed(self) -> "Rollout":
         """Without the columns no row uses: left padding before the longest prompt, completion
@@ -61,7 +65,8 @@ class Rollout:
         return Rollout(self.input_ids[:, start:self.prompt_len + width],
                        self.attention_mask[:, start:self.prompt_len + width], self.prompt_len - start,
                        self.completion_mask[:, :width], self.truncated, self.completions, self.generation_s,
-                       None if self.tool_mask is None else self.tool_mask[:, :width], self.turns, self.environments)
+                       None if self.tool_mask is None else self.tool_mask[:, :width], self.turns, self.environments,
+                       None if self.sampler_logp is None else self.sampler_logp[:, :width])
 
 
 def sample(model, tokenizer, prompts: list[str], how: Sampling, device: torch.device) -> Rollout:
@@ -69,8 +74,9 @@ def sample(model, tokenizer, prompts: list[str], how: Sampling, device: torch.de
     start = time.perf_counter()
     group_size, max_new_tokens = how.copies, how.max_new_tokens
     enc = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
-    completion = decode(unwrap(model), enc["input_ids"], enc["attention_mask"], how,
-                        eos_id=tokenizer.eos_token_id, pad_id=tokenizer.pad_token_id)
+    decoded = decode_with_logp(unwrap(model), enc["input_ids"], enc["attention_mask"], how,
+                               eos_id=tokenizer.eos_token_id, pad_id=tokenizer.pad_token_id)
+    completion = decoded.tokens
     prompt_ids = enc["input_ids"].repeat_interleave(group_size, dim=0)
     is_eos = completion == tokenizer.eos_token_id
     # mask = 1 up to and including the first EOS
@@ -81,7 +87,7 @@ def sample(model, tokenizer, prompts: list[str], how: Sampling, device: torch.de
     texts = tokenizer.batch_decode(completion * completion_mask + tokenizer.pad_token_id * (1 - completion_mask),
                                    skip_special_tokens=True)
     return Rollout(torch.cat([prompt_ids, completion], dim=1), attention_mask, prompt_ids.shape[1], completion_mask,
-                   truncated, texts, time.perf_counter() - start)
+                   truncated, texts, time.perf_counter() - start, sampler_logp=decoded.logp)
 
 
 def _one_forward_per_backward(model) -> bool:

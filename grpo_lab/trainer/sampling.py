@@ -36,7 +36,7 @@ def sample_groups(c: Components, rows: list[dict]) -> Sampled:
     cfg = c.cfg
     with c.timer.phase("generation"):
         how = Sampling(copies=cfg.group_size, max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature,
-                       synced=c.dist.sharded)
+                       synced=c.dist.sharded, decode=cfg.decode)
         tools = multiturn.setup_for(c)
         prompts = [r["prompt"] for r in rows]
         rollout = (sample(c.policy, c.tokenizer, prompts, how, c.device) if tools is None else
