@@ -294,6 +294,7 @@ def grpo_loss(
     *,
     truncated: torch.Tensor | None = None,
     entropy: torch.Tensor | None = None,
+    sampler_weight: torch.Tensor | None = None,
 ) -> GRPOLoss:
     """The chapter's objective, negated for minimisation:
 
@@ -305,7 +306,8 @@ def grpo_loss(
     `importance_level="sequence"` uses GSPO's one ratio per response (`sequence_ratio`) in place
     of r_it; `entropy_coef` > 0 with `entropy` (B, T) adds + entropy_coef * H_t to every token's
     term (a bonus for keeping the policy spread out). `truncated` (B,) bool leaves those responses
-    out of the loss.
+    out of the loss. `sampler_weight` (B, T), no gradient, multiplies each token's clipped term (not the KL
+    term, as TRL applies it): the sampler/trainer mismatch correction (objective/mismatch.py).
 
     The chapter's token: pi_old 0.4, pi_new 0.6, A = 1, epsilon 0.2 gives min(1.5, 1.2) = 1.2:
 
@@ -329,12 +331,13 @@ def grpo_loss(
     else:
         kl = torch.zeros_like(logp)
     loss_mask = mask if truncated is None else mask_truncated(mask, truncated)
-    per_token = surr.objective - beta * kl
+    objective = surr.objective if sampler_weight is None else surr.objective * sampler_weight.detach()
+    per_token = objective - beta * kl
     bonus = torch.zeros((), dtype=logp.dtype)
     if entropy_coef and entropy is not None:
         bonus = aggregate(entropy, loss_mask, aggregation, max_len)
         per_token = per_token + entropy_coef * entropy
-    policy_loss = -aggregate(surr.objective, loss_mask, aggregation, max_len)
+    policy_loss = -aggregate(objective, loss_mask, aggregation, max_len)
     loss = -aggregate(per_token, loss_mask, aggregation, max_len)
     return GRPOLoss(loss=loss, policy_loss=policy_loss, kl=kl, ratio=ratio, clipped_low=surr.clipped_low,
                     clipped_high=surr.clipped_high, loss_mask=loss_mask, entropy=bonus)

@@ -44,6 +44,9 @@ ORDERS: dict[str, Order] = {o.key: o for o in (
     Order("reward", ("reward/mean", "reward/min", "reward/max", "rewards/<fn>/mean", "rewards/<fn>/std",
                      "rewards/<fn>/min", "rewards/<fn>/max", "rewards/<fn>/none_frac", "rewards/<fn>/errors")),
     Order("tool_errors", ("tools/error_frac", "tools/calls_per_rollout", "tools/turns_per_rollout")),
+    Order("mismatch", ("mismatch/logp_diff_mean", "mismatch/logp_diff_max", "mismatch/kl", "mismatch/ratio_mean",
+                       "mismatch/ratio_min", "mismatch/ratio_max", "mismatch/out_frac", "mismatch/weight_mean",
+                       "mismatch/weight_min", "mismatch/weight_max", "mismatch/masked_frac")),
 )}
 SORTS = (GROUP, *ORDERS)  # what the Groups picker offers, in its order
 
@@ -110,6 +113,8 @@ def figure_exprs(columns: set[str]) -> dict[str, str]:
         out["truncated"] = "sum(truncated::INT)"
     if "tool_errors" in columns:
         out["tool_errors"] = "sum(tool_errors)"
+    if "mismatch_mean" in columns:
+        out["mismatch"] = _weighted("mismatch_mean", columns)
     return out
 
 
@@ -119,7 +124,8 @@ def figure_exprs(columns: set[str]) -> dict[str, str]:
 # (a maximum; rewards of either sign).
 MASS = {"kl": ({"kl_mean", "length"}, "kl_mean * length"), "clip": ({"clipped_tokens"}, "clipped_tokens"),
         "entropy": ({"entropy_mean", "length"}, "entropy_mean * length"), "length": ({"length"}, "length"),
-        "truncated": ({"truncated"}, "truncated::INT"), "tool_errors": ({"tool_errors"}, "tool_errors")}
+        "truncated": ({"truncated"}, "truncated::INT"), "tool_errors": ({"tool_errors"}, "tool_errors"),
+        "mismatch": ({"mismatch_mean", "length"}, "mismatch_mean * length")}
 
 
 def figures_sql(columns: set[str]) -> str:

@@ -43,6 +43,7 @@ class Table:
     rows: tuple[Metric, ...]
     cuda: bool = False  # only on a CUDA device
     tools: bool = False  # only in runs with tools (--tools / --environment): multi-turn rollouts
+    sampler: bool = False  # only in runs without tools: the multi-turn loop keeps no sampler log-probs
 
 
 TABLES: dict[str, Table] = {
@@ -108,6 +109,23 @@ TABLES: dict[str, Table] = {
                'tokens/s', 'completion tokens sampled / `time/generation_s`'),
         Metric(('perf/update_tokens_per_s',),
                'tokens/s', 'completion tokens through forward and backward, every pass / `time/update_s`'),
+    )),
+    'sampler': Table('runs whose rollouts carry the sampler\'s log-probs (every run without tools)', algos=("grpo", "ppo"),
+                     processes=1, eval=False, sampler=True, rows=(
+        Metric(('mismatch/logp_diff_mean', 'mismatch/logp_diff_max'),
+               'nats', "abs(log pi_old - log pi_sampler) per completion token, mean and max: the trainer's forward against the log-prob the sampler drew the token with (TRL's `sampling/sampling_logp_difference`)",
+               bounds=(0.0, None)),
+        Metric(('mismatch/kl',),
+               'nats', 'k3 estimate of KL(pi_sampler ‖ pi_old) per token, `w - 1 - log w` with w = pi_old / pi_sampler (the tokens are the sampler\'s draws)',
+               bounds=(0.0, None)),
+        Metric(('mismatch/ratio_mean', 'mismatch/ratio_min', 'mismatch/ratio_max'),
+               'ratio', 'w = pi_old / pi_sampler per token: the importance weight that puts a token back on pi_old (1: they agree)'),
+        Metric(('mismatch/out_frac',),
+               'fraction of tokens', 'tokens whose w leaves [0.9, 1.1]'),
+        Metric(('mismatch/weight_mean', 'mismatch/weight_min', 'mismatch/weight_max'),
+               'ratio', "the weight `mismatch_correction` puts on each token's policy term (w clipped, or 0 outside the caps; sequence modes: the completion's); 1 without a correction (TRL's `sampling/importance_sampling_ratio`)"),
+        Metric(('mismatch/masked_frac',),
+               'fraction of tokens', 'tokens a `*_mask` correction left out of the loss (weight 0)'),
     )),
     'several': Table('runs of several processes (world_size > 1)', algos=("grpo",), processes=2, eval=False, rows=(
         Metric(('time/generation_s_max', 'time/generation_s_mean'),
@@ -217,6 +235,10 @@ PANELS: tuple[Panel, ...] = (
     Panel("clip", ("clip/low", "clip/high", "clip/total")),
     Panel("ratio", ("ratio/min", "ratio/mean", "ratio/max"), section="update", ratio=True),
     Panel("entropy", ("entropy/mean",), section="update"),
+    Panel("mismatch", ("mismatch/logp_diff_mean", "mismatch/logp_diff_max", "mismatch/kl"), section="sampler"),
+    Panel("mismatch_ratio", ("mismatch/ratio_min", "mismatch/ratio_mean", "mismatch/ratio_max", "mismatch/weight_mean"),
+          section="sampler"),
+    Panel("mismatch_tails", ("mismatch/out_frac", "mismatch/masked_frac"), section="sampler"),
     Panel("losses", ("loss/policy", "loss/total", "value/loss"), section="update"),
     Panel("grad", ("grad/norm",), section="update"),
     Panel("length", ("completion/length_mean", "completion/length_max"), section="completions"),
@@ -291,7 +313,7 @@ def names(algo: str, rewards: list[str], processes: int = 1, evaluated: bool = F
     out: set[str] = set()
     for table in TABLES.values():
         if (algo in table.algos and processes >= table.processes and (evaluated or not table.eval)
-                and (cuda or not table.cuda) and (tools or not table.tools)):
+                and (cuda or not table.cuda) and (tools or not table.tools) and not (tools and table.sampler)):
             for name in (n for row in table.rows for n in row.names):
                 for pattern, values in (("<fn>", rewards), ("<name>", logged)):
                     if pattern in name:

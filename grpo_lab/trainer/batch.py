@@ -111,7 +111,9 @@ def concat_batches(parts: list[Batch], pad_id: int) -> Batch:
         generation_s=sum(p.rollout.generation_s for p in parts),
         tool_mask=(torch.cat([_pad_right(p.rollout.tool_mask, T, 0) for p in parts])
                    if all(p.rollout.tool_mask is not None for p in parts) else None),
-        turns=[t for p in parts for t in p.rollout.turns] if all(p.rollout.turns is not None for p in parts) else None)
+        turns=[t for p in parts for t in p.rollout.turns] if all(p.rollout.turns is not None for p in parts) else None,
+        sampler_logp=(torch.cat([_pad_right(p.rollout.sampler_logp, T, math.nan) for p in parts])
+                      if all(p.rollout.sampler_logp is not None for p in parts) else None))
     scores = join_scores([p.scores for p in parts], [len(p.rollout.completions) for p in parts])
     has_ref = all(p.ref_logp is not None for p in parts)
     return Batch(rows=[r for p in parts for r in p.rows], group_size=parts[0].group_size, rollout=rollout,

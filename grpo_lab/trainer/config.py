@@ -20,6 +20,7 @@ from typing import Any, get_args, get_type_hints
 
 import yaml
 
+from grpo_lab.objective.mismatch import MODES as MISMATCH_MODES
 from grpo_lab.rundir import json_file
 from grpo_lab.rundir.layout import RUNS_DIR_ENV, SOURCES_KEY, default_runs_dir, valid_run_name
 from grpo_lab.objective.options import (DEFAULT_EPSILON, IMPORTANCE_LEVELS, KL_ESTIMATORS, LOSS_AGGREGATIONS,
@@ -197,6 +198,16 @@ class Config:
                                 "filtering); they are still sampled, scored and logged.")
     entropy_coef: float = _opt(0.0, "GRPO: weight of an entropy bonus added to the objective (0: none), logged as "
                                "loss/entropy_bonus.", bounds=Bounds(0))
+    mismatch_correction: str = _opt("none", "GRPO: correct for the sampler drawing from other probabilities than the "
+                                    "trainer's pi_old (TRL's vllm_importance_sampling_mode): token_truncate / "
+                                    "token_mask / sequence_truncate / sequence_mask weigh each token's policy term by "
+                                    "pi_old / pi_sampler, clipped to [mismatch_cap_min, mismatch_cap] or 0 outside it "
+                                    "(sequence: the completion's product). none: the chapter's, the sampler is pi_old. "
+                                    "mismatch/* is logged either way.", choices=MISMATCH_MODES)
+    mismatch_cap: float = _opt(3.0, "GRPO: the correction's upper bound C_max (TRL's "
+                               "vllm_importance_sampling_clip_max).", bounds=Bounds(1))
+    mismatch_cap_min: float = _opt(0.0, "GRPO: the correction's lower bound C_min (0: none; TRL's "
+                                   "vllm_importance_sampling_clip_min).", bounds=Bounds(0, 1))
     dynamic_sampling: bool = _opt(False, "GRPO, DAPO: drop groups whose rewards are all equal and sample more prompts "
                                   "until prompts_per_step groups have a spread, or dynamic_sampling_rounds extra rounds.")
     dynamic_sampling_rounds: int = _opt(4, "Dynamic sampling: at most this many extra sampling rounds per step; then "
@@ -259,7 +270,8 @@ class Config:
         need(self.prompts_per_step * self.group_size <= MAX_COMPLETIONS, "prompts_per_step",
              f"times group_size ({self.group_size}) must be at most {MAX_COMPLETIONS} completions a step")
         for name, off in (("importance_level", "token"), ("loss_aggregation", ("sequence", "token")),
-                          ("mask_truncated", False), ("entropy_coef", 0.0), ("dynamic_sampling", False)):
+                          ("mask_truncated", False), ("entropy_coef", 0.0), ("dynamic_sampling", False),
+                          ("mismatch_correction", "none")):
             value = getattr(self, name)
             need(self.algo == "grpo" or value in (off if isinstance(off, tuple) else (off,)), name,
                  "is a GRPO option; with algo ppo leave it at its default")

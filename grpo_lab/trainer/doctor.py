@@ -27,6 +27,7 @@ ENTROPY_LOW = 0.01  # nats per token: the policy has stopped exploring
 ENTROPY_HIGH_FRACTION = 0.9  # of log(vocab): sampling close to uniform noise ...
 ENTROPY_RISE = 1.5  # ... and this many times the entropy of the run's first checked step
 REPEAT_SHARE = 0.5  # of completions that are mostly one repeated word
+MISMATCH_WARNING = 0.05  # mismatch/out_frac: tokens the sampler drew with w outside [0.9, 1.1]
 HIGH_LR_PRETRAINED = 1e-4  # a pretrained model with a learning rate above this tends to collapse
 WATCHED = ("loss/total", "loss/policy", "grad/norm", "kl/mean", "ratio/max", "entropy/mean")
 
@@ -92,6 +93,14 @@ class Doctor:
             out.append(("ratio_explosion", "warning", f"ratio/max {ratio:.3g} (threshold {RATIO_WARNING:g}): an update "
                         "moved some tokens' probability far from the sampling policy",
                         "fewer passes, a lower lr, or a smaller epsilon"))
+        drift = m.get("mismatch/out_frac", math.nan)
+        if math.isfinite(drift) and drift > MISMATCH_WARNING:
+            out.append(("sampler_mismatch", "warning", f"{drift:.0%} of tokens were drawn with probabilities more "
+                        f"than 10% from the trainer's (mismatch/out_frac, threshold {MISMATCH_WARNING:.0%}; "
+                        f"max |log w| {m.get('mismatch/logp_diff_max', math.nan):.3g}): the ratio no longer measures "
+                        "the policy's drift from what sampled the data",
+                        "sample and train in the same dtype and temperature; or correct it: mismatch_correction "
+                        "token_truncate (or sequence_mask)"))
         grad = m.get("grad/norm", 0.0)
         if self.max_grad_norm > 0 and math.isfinite(grad) and grad > GRAD_FACTOR * self.max_grad_norm:
             out.append(("grad_explosion", "warning", f"grad/norm {grad:.3g} before clipping, {grad / self.max_grad_norm:.0f}x "

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from grpo_lab.objective import mismatch
 from grpo_lab.objective.functions import grpo_loss, kl_k3, masked_mean
 from grpo_lab.trainer.advantages import GroupStep, grpo_advantages
 from grpo_lab.trainer.batch import Batch
@@ -108,7 +109,8 @@ def grpo_updates(c: Components, batch: Batch, adv: GroupStep, *, reuse_first_pas
                     logp=logp, old_logp=batch.old_logp[idx],
                     ref_logp=None if batch.ref_logp is None else batch.ref_logp[idx],
                     advantages=adv.per_sample[idx], mask=batch.mask[idx], settings=cfg.loss_settings,
-                    truncated=None if truncated is None else truncated[idx], entropy=entropy)
+                    truncated=None if truncated is None else truncated[idx], entropy=entropy,
+                    sampler_weight=sampler_weights(cfg, batch, idx))
                 # several processes: the gradient average across them is the whole batch's gradient
                 scale = loss_scale(c.dist, out.loss_mask, cfg.loss_aggregation)  # 1 on one process
                 (grad_norm,), stepped = optimizer_step(c, out.loss, [c.policy.parameters()], scale=scale)
@@ -121,6 +123,16 @@ def grpo_updates(c: Components, batch: Batch, adv: GroupStep, *, reuse_first_pas
             done.last.record(idx, logp=logp, ratio=out.ratio, kl=kl, clipped_low=out.clipped_low,
                              clipped_high=out.clipped_high, mask=batch.mask[idx])
     return done
+
+
+def sampler_weights(cfg, batch: Batch, idx: torch.Tensor) -> torch.Tensor | None:
+    """The mismatch correction's weight per token of minibatch `idx` (pi_old / pi_sampler, bounded as
+    `mismatch_correction` says); None without a correction or without the sampler's log-probs (tools)."""
+    sampler = batch.rollout.sampler_logp
+    if cfg.mismatch_correction == "none" or sampler is None:
+        return None
+    return mismatch.weights(batch.old_logp[idx], sampler[idx], batch.mask[idx], cfg.mismatch_correction,
+                            cfg.mismatch_cap, cfg.mismatch_cap_min or None)
 
 
 def measured_kl(logp: torch.Tensor, ref_logp: torch.Tensor | None, idx: torch.Tensor) -> torch.Tensor:

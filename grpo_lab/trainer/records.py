@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from grpo_lab.objective import mismatch
 from grpo_lab.rundir import metrics
 from grpo_lab.tools import environments as env_rules
 from grpo_lab.trainer.doctor import repetitive
@@ -129,6 +130,7 @@ def step_scalars(c: Components, batch, stats: TokenStats, updates: Updates, *, a
         named("perf/tokens_per_s"): int(mask.sum()) / step_s,
     })
     metrics.update(tool_scalars(rollout.turns))
+    metrics.update(mismatch_scalars(c.cfg, batch))
     if ranks is not None:  # one process: time/generation_s and time/update_s are its only rank's already
         metrics.update(rank_scalars(ranks))
     return metrics
@@ -234,6 +236,19 @@ def _nulls(values: torch.Tensor) -> list[float | None]:
     return [v if math.isfinite(v) else None for v in values.tolist()]
 
 
+def mismatch_scalars(cfg, batch) -> dict[str, float]:
+    """mismatch/*: the sampler's own log-probs against pi_old's forward, and the correction's weights
+    (objective/mismatch.py), over every process's completions; none where the rollout has no sampler
+    log-probs (multi-turn rollouts with tools: the registry's 'sampler' table is not theirs)."""
+    sampler = batch.rollout.sampler_logp
+    if sampler is None or batch.old_logp is None:
+        return {}
+    mode = getattr(cfg, "mismatch_correction", "none")  # PPO: figures only
+    applied = mismatch.weights(batch.old_logp, sampler, batch.mask, mode, getattr(cfg, "mismatch_cap", None),
+                               getattr(cfg, "mismatch_cap_min", 0.0) or None)
+    return {named(f"mismatch/{n}"): v for n, v in mismatch.figures(batch.old_logp, sampler, batch.mask, applied).items()}
+
+
 def sample_figures(batch, last: LastPass, has_kl: bool) -> dict[str, list]:
     """Each completion's figures from its loss tokens over every pass of the step (the Groups page orders
     a step's groups by them), so they add back to the step's scalars: weighted by length, kl_mean gives
@@ -291,6 +306,9 @@ def sample_rows(step: int, batch, *, advantages: torch.Tensor, last: LastPass, g
         "clipped_tokens": figures["clipped_tokens"],
         "entropy_mean": figures["entropy_mean"],
         "ratio_max": figures["ratio_max"],
+        # mean |log pi_old - log pi_sampler| over its tokens: where the sampler and the trainer disagree
+        "mismatch_mean": ([None] * n if batch.rollout.sampler_logp is None or batch.old_logp is None else
+                          _nulls(mismatch.per_completion(batch.old_logp, batch.rollout.sampler_logp, batch.mask))),
     })
     if batch.rollout.turns is not None:  # a run with tools: each completion's turns (docs/run-directory.md)
         counts = [tool_calls(t) for t in batch.rollout.turns]

@@ -128,6 +128,35 @@ def group_tokens(run: str, step: int, group: int) -> tuple[pd.DataFrame, list[st
     return _tokens(run, int(step), int(group), version(run, "tokens"))
 
 
+def has_token_column(run: str, column: str) -> bool:
+    """Whether the run's tokens table has `column` (an optional one: older runs and imports lack it)."""
+    if not table_parts(run_path(runs_dir(), run), "tokens")[0]:
+        return False
+    return column in _token_columns(run, version(run, "tokens"))
+
+
+@st.cache_data(ttl=30.0, max_entries=64, show_spinner=False)
+def _token_columns(run: str, v: tuple) -> list[str]:
+    return list(query(run, "tokens", "SELECT * FROM {src} LIMIT 0")[0].columns)
+
+
+@st.cache_data(ttl=30.0, max_entries=64, show_spinner=False)
+def _by_position(run: str, steps: int, tool: bool, v: tuple) -> tuple[pd.DataFrame, list[str]]:
+    model = " AND source IS DISTINCT FROM 'tool'" if tool else ""
+    return query(run, "tokens", "SELECT position, avg(abs(logp_old - logp_sampler)) AS logp_diff_mean, "
+                 "avg(CASE WHEN exp(logp_old - logp_sampler) BETWEEN 0.9 AND 1.1 THEN 0.0 ELSE 1.0 END) AS out_frac, "
+                 "count(*) AS tokens FROM {src} WHERE logp_sampler IS NOT NULL AND logp_old IS NOT NULL "
+                 f"AND NOT isnan(logp_old) AND step > (SELECT max(step) FROM {{src}}) - $steps{model} "
+                 "GROUP BY position ORDER BY position", {"steps": steps})
+
+
+def mismatch_by_position(run: str, steps: int) -> tuple[pd.DataFrame, list[str]]:
+    """Per token position over the run's last `steps` steps: the sampler's mean log-prob gap to pi_old,
+    the share of tokens with w = pi_old / pi_sampler outside [0.9, 1.1], and the tokens counted."""
+    v = version(run, "tokens")
+    return _by_position(run, int(steps), "source" in _token_columns(run, v), v)
+
+
 # --- histograms -------------------------------------------------------------------------------
 
 @st.cache_data(ttl=30.0, max_entries=256, show_spinner=False)

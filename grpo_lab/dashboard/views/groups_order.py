@@ -21,7 +21,7 @@ SORT_KEY = "groups_sort"
 SHARE_FIRST = 3  # the share of the clicked point carried by this many of the first groups is said
 ADDRESS_KEY = "groups_address"  # the (step, sort) the address said when last read or written
 FORMATS = {"kl": ".3g", "clip": ".0f", "no_signal": ".2f", "entropy": ".3g", "ratio_max": ".3g", "length": ".1f",
-           "truncated": ".0f", "reward": ".2f", "tool_errors": ".0f"}
+           "truncated": ".0f", "reward": ".2f", "tool_errors": ".0f", "mismatch": ".3g"}
 
 
 def sort_names() -> dict[str, str]:

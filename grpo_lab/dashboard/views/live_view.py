@@ -15,7 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from grpo_lab.dashboard import ui
-from grpo_lab.dashboard.reading import data
+from grpo_lab.dashboard.reading import data, queries
 from grpo_lab.dashboard.views import (charts, curve_link, groups_order, loss_note, markup, metrics, rating,
                                      series)
 from grpo_lab.dashboard.i18n import t
@@ -101,11 +101,14 @@ def not_logged(info) -> tuple[str, str] | None:
 
 def section_names() -> dict[str, str]:
     """metrics.SECTIONS (but the overview, which has no heading) in the current language."""
-    return {"update": t("live.section.update"), "completions": t("live.section.completions"),
+    return {"update": t("live.section.update"), "sampler": t("live.section.sampler"),
+            "completions": t("live.section.completions"),
             "speed": t("live.section.speed"), "value": t("live.section.value")}
 
 
 HISTOGRAM = "histogram"  # the ratio histogram's expander, after metrics.SECTIONS
+BY_POSITION = "mismatch_by_position"  # the sampler's gap by token position, after the histogram
+POSITION_STEPS = 10  # the last steps the by-position view averages over
 
 
 def open_key(section: str) -> str:
@@ -175,6 +178,7 @@ def render(run: str, x_mode: str, smoothing: float, extra: list[str], was_active
     if (missing := not_logged(info)) is not None:
         st.caption(t("live.not_logged", head=missing[0], what=missing[1]))
     histogram_section(run, low, high, missing is not None)
+    mismatch_section(run)
     st.caption(t("live.read", rows=frame.new_rows, steps=len(frame.df), time=time.strftime("%H:%M:%S")))
 
 
@@ -207,3 +211,22 @@ def histogram_section(run: str, low: float, high: float, foreign: bool = False) 
                                                    float(row["clip_high_bound"]), int(row["step"])), key="live_bars")
         st.caption(t("live.hist_counts", tokens=int(row["tokens"]), low=int(row["clipped_low"]),
                      high=int(row["clipped_high"])))
+
+
+def mismatch_section(run: str) -> None:
+    """Where in a completion the sampler and the trainer disagree: mean |log pi_old - log pi_sampler| and
+    the share of tokens with w outside [0.9, 1.1], by token position over the last POSITION_STEPS steps
+    (the tokens table's kept groups). Only for runs whose tokens table has the sampler's log-probs; read
+    only once its expander is opened."""
+    if not queries.has_token_column(run, "logp_sampler"):
+        return
+    if (box := lazy_expander(t("live.mismatch_position"), open_key(BY_POSITION))) is None:
+        return
+    frame, problems = queries.mismatch_by_position(run, POSITION_STEPS)
+    with box:
+        ui.warn(problems)
+        if frame.empty:
+            st.caption(t("live.mismatch_none"))
+            return
+        st.caption(t("live.mismatch_position_help", steps=POSITION_STEPS))
+        st.line_chart(frame.set_index("position")[["logp_diff_mean", "out_frac"]], height=220)

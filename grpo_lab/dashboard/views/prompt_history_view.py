@@ -103,7 +103,7 @@ def show_history(info: RunInfo, prompt_id: str, pass_at: float) -> None:
     state = st.dataframe(table[columns], hide_index=True, key=f"ph_draws_{prompt_id}", on_select="rerun",
                          selection_mode="single-row", height=min(38 + 35 * len(table), 320),
                          column_config=ui.column_config(columns, formats={"mean_reward": "%.3f", "std": "%.3f",
-                                                                          "pass_rate": "%.2f"},
+                                                                          "pass_rate": "percent"},
                                                         labels={"rewards": t("prompt_history.rewards"),
                                                                 "advantages": t("prompt_history.advantages"),
                                                                 "pass_rate": t("prompt_history.pass_rate")}))
@@ -163,7 +163,8 @@ def show_outcomes(run: str, pass_at: float) -> None:
             st.dataframe(part[columns], hide_index=True, key=key, selection_mode="single-row",
                          on_select=functools.partial(_pick_from_table, key, part["prompt_id"].astype(str).tolist()),
                          column_config=ui.column_config(columns, formats={
-                             c: "%.2f" for c in ("early", "late", "change", "pass_rate", "mean_reward", "no_signal")},
+                             "mean_reward": "%.2f",  # pass rates and their change (points) as percentages, as the metrics
+                             **dict.fromkeys(("early", "late", "change", "pass_rate", "no_signal"), "percent")},
                              labels={c: t(f"prompt_history.col.{c}") for c in (
                                  "prompt", "draws", "early", "late", "change", "pass_rate", "no_signal",
                                  "first_step", "last_step")}))

@@ -32,6 +32,19 @@ METRICS = {
     "step_time": "time/step_s",  # TRL: generation + forward/backward of the step, not the optimizer step
     "tools/call_frequency": "tools/calls_per_rollout",  # runs with tools: calls per completion
     "tools/failure_frequency": "tools/error_frac",  # failed calls / calls, 0 without calls
+    # with vLLM's importance-sampling correction: |log pi_old - log pi_vllm|, and the weights it applied
+    "sampling/sampling_logp_difference/mean": "mismatch/logp_diff_mean",
+    "sampling/sampling_logp_difference/max": "mismatch/logp_diff_max",
+    "sampling/importance_sampling_ratio/min": "mismatch/weight_min",  # TRL: after its truncation or mask
+    "sampling/importance_sampling_ratio/mean": "mismatch/weight_mean",
+    "sampling/importance_sampling_ratio/max": "mismatch/weight_max",
+}
+# verl's rollout-correction figures (`rollout_corr/*`, in its metrics logs, not its rollout dumps) -> ours
+VERL_METRICS = {
+    "rollout_corr/kl": "mismatch/kl",  # verl's own estimator of KL(pi_rollout ‖ pi_old)
+    "rollout_corr/rollout_is_mean": "mismatch/weight_mean",
+    "rollout_corr/rollout_is_min": "mismatch/weight_min",
+    "rollout_corr/rollout_is_max": "mismatch/weight_max",  # verl: before its threshold's truncation
 }
 # rewards/<fn>/mean and rewards/<fn>/std have the same name in TRL and here (TRL's std: N-1).
 SAME_NAME_PATTERN = ("rewards/", ("/mean", "/std"))
