@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from grpo_lab.tools import CHARACTER_CALC, calculator
+from grpo_lab.tools.registry import template_tools
 from grpo_lab.trainer import multiturn, tiny
 from grpo_lab.trainer.decode import Sampling
 from grpo_lab.objective.functions import grpo_loss
@@ -178,7 +179,7 @@ def test_a_chat_template_describes_the_tools_as_trl_passes_them(model_and_tokeni
             """
             return key
 
-    fns = multiturn.template_tools(setup(environment=Env))
+    fns = template_tools(setup(environment=Env))
     text = render(Task("t", [{"prompt_id": 1, "prompt": "2+2="}]), tokenizer, "on", tools=fns).rows[0]["prompt"]
     assert text == ("[calculator(expression): Evaluate an arithmetic expression with + - * / // % ** and parentheses.]"
                     "[lookup(key): Look a key up.]2+2=")

@@ -23,8 +23,8 @@ import torch
 from grpo_lab import rewards
 from grpo_lab.tools import environments, load_environment
 from grpo_lab.tools.parsing import TagSyntax
-from grpo_lab.tools.registry import environment_tools
-from grpo_lab.trainer import multiturn, tiny
+from grpo_lab.tools.registry import environment_tools, template_tools
+from grpo_lab.trainer import environment_setup, multiturn, tiny
 from grpo_lab.trainer.config import ConfigError
 from grpo_lab.trainer.decode import Sampling
 from grpo_lab.trainer.tasks import Task, render
@@ -105,7 +105,7 @@ def user_env(tmp_path_factory):
 def test_get_reward_is_a_reward_source_not_a_tool(user_env):
     cls = load_environment("user_env:MyEnv")
     assert sorted(environment_tools(cls())) == ["my_tool"] == environments.tool_names(cls)
-    added = environments.run_rewards("user_env:MyEnv", {})
+    added = environment_setup.run_rewards("user_env:MyEnv", {})
     assert list(added) == ["MyEnv"] and added["MyEnv"][1] == 1.0  # TRL: the class's name, weight 1
     envs = [cls(), cls()]
     envs[1].my_tool("a", 2)
@@ -122,7 +122,7 @@ def test_the_chat_template_describes_the_tools_without_get_reward(user_env):
     tokenizer.chat_template = qwen2_5_chat_template
     setup = multiturn.ToolSetup(tools={}, environment=load_environment("user_env:MyEnv"))
     text = render(Task("t", [{"prompt_id": 1, "prompt": "2+2="}]), tokenizer, "on",
-                  tools=multiturn.template_tools(setup)).rows[0]["prompt"]
+                  tools=template_tools(setup)).rows[0]["prompt"]
     assert '"name": "my_tool"' in text and "get_reward" not in text
 
 
@@ -149,8 +149,8 @@ def test_an_environment_without_get_reward_and_no_rewards_is_refused_in_one_line
     sys.path.insert(0, str(tmp_path))
     try:
         with pytest.raises(ConfigError, match=r"^rewards: none given, and environment tool_only:Tools has no get_reward"):
-            environments.run_rewards("tool_only:Tools", {})
-        assert environments.run_rewards("tool_only:Tools", {"correctness": (None, 1.0)}) == {}
+            environment_setup.run_rewards("tool_only:Tools", {})
+        assert environment_setup.run_rewards("tool_only:Tools", {"correctness": (None, 1.0)}) == {}
     finally:
         sys.path.remove(str(tmp_path))
 

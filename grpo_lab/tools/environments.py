@@ -12,12 +12,12 @@ and so what happens here:
   after the class, weight 1, beside the configured rewards: it scores each rollout from the state
   the rollout left. It may be `async def` (awaited as an async reward is, grpo_lab/rewards/aio.py).
 
-The trainer's rollout loop is grpo_lab/trainer/multiturn.py; `start` is what it calls per rollout.
+The trainer's rollout loop is grpo_lab/trainer/multiturn.py; `start` is what it calls per rollout, through
+grpo_lab/trainer/environment_setup.py (the trainer's side: its config errors, its prompt rendering).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import weakref
 from collections.abc import Callable
@@ -109,24 +109,6 @@ def environment_rewards(cls: type | None, configured: dict) -> dict[str, tuple[C
     return {name: (fn, 1.0)}
 
 
-@dataclass(frozen=True)
-class Prompter:
-    """Renders a dataset prompt as the trainer gives it to the model (tasks.render: system prompt,
-    chat template, tool descriptions), for a rollout whose environment added an observation."""
-
-    tokenizer: Any
-    chat_template: str
-    system_prompt: str
-    task_system: str
-    tools: tuple = ()
-
-    def __call__(self, prompt: Any) -> str:
-        from grpo_lab.trainer.tasks import Task, render  # noqa: PLC0415 - the trainer imports this package
-
-        task = Task("environment", [{"prompt": prompt, "prompt_id": 0}], system=self.task_system)
-        return render(task, self.tokenizer, self.chat_template, self.system_prompt, list(self.tools)).rows[0]["prompt"]
-
-
 @dataclass
 class Started:
     """One rollout's environment after reset: the instance, the observation reset returned, and the
@@ -152,69 +134,6 @@ def start(cls: type, row: dict, rendered: str, prompter: Callable[[Any], str] | 
     text = prompter(prompt) if prompter is not None else with_observation(rendered, observation)
     _remember(env, prompt, text)  # the rewards' `prompts` carry it too (prompts_seen), the samples' text (texts_seen)
     return Started(env, observation, text, prompt)
-
-
-# --- what the trainer calls (grpo_lab/trainer/setup.py, multiturn.py, scoring.py) -----------------------
-
-
-def source_name(environment_spec: str) -> str | None:
-    """The name the environment's get_reward scores under (its class's, as in TRL), which config.json
-    lists among the run's rewards at weight 1; None without an environment or without get_reward.
-    A ConfigError (one line) when the class does not load."""
-    from grpo_lab.tools.registry import ToolError, load_environment  # noqa: PLC0415
-    from grpo_lab.trainer.config import ConfigError  # noqa: PLC0415
-
-    if not environment_spec:
-        return None
-    try:
-        cls = load_environment(environment_spec)
-    except ToolError as exc:
-        raise ConfigError(str(exc)) from None
-    return cls.__name__ if owns_reward(cls) else None
-
-
-def run_rewards(environment_spec: str, configured: dict, listed: float | None = None
-                ) -> dict[str, tuple[Callable, float]]:
-    """The reward sources `--environment` adds to the configured ones (TRL's get_reward source, or
-    none); a ConfigError (one line) when the run would have no reward at all. `listed`: the weight
-    the run's rewards give the source by its name (config.json lists it; a resumed run reads it
-    back): TRL's 1, or a one-line refusal."""
-    from grpo_lab.tools.registry import ToolError, load_environment  # noqa: PLC0415
-    from grpo_lab.trainer.config import ConfigError  # noqa: PLC0415
-
-    if not environment_spec:
-        return {}
-    try:
-        added = environment_rewards(load_environment(environment_spec), configured)
-    except (ToolError, ValueError) as exc:
-        raise ConfigError(str(exc)) from None
-    if added and listed not in (None, 1.0):
-        raise ConfigError(f"rewards: {next(iter(added))} is the environment's get_reward, which scores at weight 1 "
-                          f"(as in TRL); got {listed:g}")
-    if not configured and not added:
-        raise ConfigError(f"rewards: none given, and environment {environment_spec} has no get_reward to score "
-                          "with; name a reward with --rewards")
-    return added
-
-
-def start_rollouts(setup, rows: list[dict] | None, prompts: list[str], copies: int
-                   ) -> tuple[list[str], list[dict], list | None]:
-    """Each rollout's prompt text, toolbox and environment instance (None without a class), rollout
-    i answering prompts[i // copies]: a fresh instance per rollout, reset with its row; a rollout
-    whose reset returned an observation starts from the prompt re-rendered with it (`setup.prompter`)."""
-    from grpo_lab.tools.registry import environment_tools  # noqa: PLC0415
-
-    B = len(prompts) * copies
-    if setup.environment is None:
-        return [prompts[i // copies] for i in range(B)], [setup.tools] * B, None
-    texts, boxes, envs = [], [], []
-    for i in range(B):
-        row = rows[i // copies] if rows else {"prompt": prompts[i // copies]}
-        started = start(setup.environment, row, prompts[i // copies], getattr(setup, "prompter", None))
-        texts.append(started.text)
-        boxes.append(setup.tools | environment_tools(started.environment))
-        envs.append(started.environment)
-    return texts, boxes, envs
 
 
 # id(env) -> (a reference to env, the prompt with its observation, the text the model started from):
@@ -254,15 +173,3 @@ def _seen(environments: list | None, fallback: list, field: int) -> list:
         kept = _SEEN.get(id(env))
         out.append(kept[field] if kept is not None and kept[0]() is env else value)
     return out
-
-
-def with_prompter(setup, c):
-    """The run's ToolSetup with its Prompter (the trainer components `c`: tokenizer, config, task),
-    so an observation is rendered into the prompt as the task's prompts were."""
-    if setup is None or setup.environment is None:
-        return setup
-    from grpo_lab.trainer.multiturn import template_tools  # noqa: PLC0415 - the trainer imports this package
-
-    prompter = Prompter(c.tokenizer, c.cfg.chat_template, c.cfg.system_prompt, c.task.system,
-                        tuple(template_tools(setup)))
-    return dataclasses.replace(setup, prompter=prompter)

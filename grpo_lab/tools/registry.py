@@ -71,6 +71,18 @@ def environment_tools(obj) -> dict[str, Callable]:
             if not name.startswith("_") and name not in environments.NOT_TOOLS and not inspect.isclass(member)}
 
 
+def template_tools(setup) -> list[Callable]:
+    """The functions a chat template describes to the model (its tools=...) for a run's tool set-up
+    (trainer/multiturn.py's ToolSetup: `tools`, `environment`): the shared tools and
+    the methods of one environment instance (bound, so `self` is not a parameter), as TRL does."""
+    if setup is None:
+        return []
+    fns = list(setup.tools.values())
+    if setup.environment is not None:
+        fns += [fn for name, fn in environment_tools(setup.environment()).items() if name not in setup.tools]
+    return fns
+
+
 def new_environment(cls: type, row: dict) -> object:
     """A fresh instance for one rollout, reset with the row as TRL passes it (environments.start:
     with the observation reset returns)."""

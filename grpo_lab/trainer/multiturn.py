@@ -27,6 +27,7 @@ from grpo_lab.tools import (CHARACTER_CALC, XML_CALC, TagSyntax, environment_too
                             run_call)
 from grpo_lab.tools import environments
 from grpo_lab.tools.runner import DEFAULT_MAX_CHARS, DEFAULT_TIMEOUT_S
+from grpo_lab.trainer import environment_setup
 from grpo_lab.trainer.decode import Sampling, decode
 from grpo_lab.trainer.models import unwrap
 from grpo_lab.trainer.rollout import Rollout
@@ -100,7 +101,7 @@ def sample_with_tools(model, tokenizer, prompts: list[str], how: Sampling, devic
     start = time.perf_counter()
     G, budget, eos, pad = how.copies, how.max_new_tokens, tokenizer.eos_token_id, tokenizer.pad_token_id
     # a text per rollout: an environment's reset may append an observation to its prompt, as in TRL
-    texts, toolboxes, rollout_envs = environments.start_rollouts(setup, rows, prompts, G)
+    texts, toolboxes, rollout_envs = environment_setup.start_rollouts(setup, rows, prompts, G)
     enc = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
     prompt_ids, prompt_mask = enc["input_ids"], enc["attention_mask"]
     B = len(prompt_ids)
@@ -169,19 +170,8 @@ def build_setup(cfg, tokenizer) -> ToolSetup | None:
     return ToolSetup(tools, environment, tags, cfg.max_tool_calls, cfg.tool_timeout_s)
 
 
-def template_tools(setup: ToolSetup | None) -> list[Callable]:
-    """The functions a chat template describes to the model (its tools=...): the shared tools and
-    the methods of one environment instance (bound, so `self` is not a parameter), as TRL does."""
-    if setup is None:
-        return []
-    fns = list(setup.tools.values())
-    if setup.environment is not None:
-        fns += [fn for name, fn in environment_tools(setup.environment()).items() if name not in setup.tools]
-    return fns
-
-
 def setup_for(c: Components) -> ToolSetup | None:
     """The trainer components' ToolSetup, built on first use and kept on them."""
     if not hasattr(c, "tool_setup"):
-        c.tool_setup = environments.with_prompter(build_setup(c.cfg, c.tokenizer), c)
+        c.tool_setup = environment_setup.with_prompter(build_setup(c.cfg, c.tokenizer), c)
     return c.tool_setup

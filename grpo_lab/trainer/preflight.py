@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 from grpo_lab.rundir.layout import RunLock, RunPaths
-from grpo_lab.tools import environments
+from grpo_lab.trainer import environment_setup
 from grpo_lab.trainer import smollm
 from grpo_lab.trainer.config import BUILTIN_MODELS, Config, ConfigError, launched_world_size
 from grpo_lab.trainer.data import build_tasks
@@ -67,7 +67,7 @@ def preflight(cfg: Config) -> tuple[Task, Task | None]:
         from grpo_lab.trainer import checkpoint  # torch, not transformers: a planted pickle never reaches set-up
 
         checkpoint.check(checkpoint.latest(paths.checkpoints))
-    own = environments.source_name(cfg.environment)  # the environment's get_reward, which config.json lists
+    own = environment_setup.source_name(cfg.environment)  # the environment's get_reward, which config.json lists
     for name in cfg.rewards:
         if name == own:
             continue

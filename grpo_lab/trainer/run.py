@@ -36,6 +36,7 @@ from grpo_lab.trainer.doctor import Doctor, Finding, stops
 from grpo_lab.trainer import outcome
 from grpo_lab.trainer.models import load_policy, pick_device
 from grpo_lab.trainer.evaluate import due as eval_due, evaluate
+from grpo_lab.tools.registry import template_tools
 from grpo_lab.trainer import multiturn
 from grpo_lab.trainer.components import Components
 from grpo_lab.trainer.data import build_tasks
@@ -181,7 +182,7 @@ def prepare(cfg: Config, d: Dist | None = None, tasks: tuple[Task, Task | None] 
         reward_fns = build_rewards(cfg)
         task, eval_task = tasks or build_tasks(cfg)  # every row checked: bad data stops here
         dry_warnings = dry_run(cfg, reward_fns, task)  # a reward that cannot take the call stops here
-        tool_fns = multiturn.template_tools(multiturn.build_setup(cfg, None))  # one that does not load stops here
+        tool_fns = template_tools(multiturn.build_setup(cfg, None))  # one that does not load stops here
         device = d.device or pick_device(cfg.device)
         seed_everything(cfg.seed)
         policy, tokenizer, builtin = load_policy(cfg.model, cfg.seed, device, cfg.dtype, cfg.gradient_checkpointing,

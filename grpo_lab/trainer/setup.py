@@ -12,7 +12,7 @@ from typing import Callable
 import torch
 
 from grpo_lab import rewards
-from grpo_lab.tools import environments
+from grpo_lab.trainer import environment_setup
 from grpo_lab.trainer.config import Config, ConfigError
 from grpo_lab.trainer import multiturn
 from grpo_lab.trainer.scoring import make_trainer_state, reward_inputs
@@ -21,7 +21,7 @@ from grpo_lab.trainer.tasks import Task
 def build_rewards(cfg: Config) -> dict[str, tuple[Callable, float]]:
     # an environment class with get_reward is a reward source of its own, as TRL makes it; config.json
     # lists it among the rewards under its class name (so a resumed run reads it back): added, not built
-    own = environments.source_name(cfg.environment)
+    own = environment_setup.source_name(cfg.environment)
     out = {}
     for name, weight in cfg.rewards.items():
         if name == own:
@@ -30,7 +30,7 @@ def build_rewards(cfg: Config) -> dict[str, tuple[Callable, float]]:
             out[name] = (rewards.build(name, **cfg.reward_params.get(name, {})), float(weight))
         except (ValueError, ImportError, AttributeError, TypeError) as exc:
             raise ConfigError(f"rewards: {str(exc).splitlines()[0]}") from None
-    return out | environments.run_rewards(cfg.environment, out, cfg.rewards.get(own))
+    return out | environment_setup.run_rewards(cfg.environment, out, cfg.rewards.get(own))
 
 
 # A TypeError that Python raises for a call that does not fit a signature (an inner call's, when

@@ -1,0 +1,67 @@
+"""The package's layers, lowest first: each imports only from layers below it (or its own), so the folders
+show the data flow: the objective's math, the run directory, rewards and tools, the trainer, the commands
+that work on runs, the dashboard. Read from every module's import statements (function-level ones too)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "grpo_lab"
+# a module's layer: its first part under grpo_lab (a package, or a top-level command module)
+LAYERS = {
+    "objective": 0,
+    "rundir": 1,
+    "rewards": 2, "tools": 2,
+    "trainer": 3,
+    "rescore": 4, "preferences": 4, "reward_model_training": 4, "sweep_grid": 4,
+    "dashboard": 5,
+    "sweep": 6,  # the sweep command queues through the dashboard's launch queue
+}
+
+
+def layer_of(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if parts[0] == "grpo_lab" and len(parts) > 1 else None
+
+
+def imports(path: Path) -> list[str]:
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out.append(node.module)
+        elif isinstance(node, ast.Import):
+            out += [a.name for a in node.names]
+    return out
+
+
+def upward() -> list[str]:
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE.parent).with_suffix("")
+        mine = layer_of(".".join(rel.parts))
+        if mine not in LAYERS:
+            continue
+        for target in imports(path):
+            theirs = layer_of(target)
+            if theirs in LAYERS and LAYERS[theirs] > LAYERS[mine]:
+                found.append(f"{rel}: {mine} imports {target} ({theirs})")
+    return found
+
+
+def test_every_module_has_a_layer():
+    names = {p.stem if p.is_file() else p.name for p in PACKAGE.iterdir()
+             if (p.is_dir() and (p / "__init__.py").exists()) or (p.suffix == ".py" and p.stem != "__init__")}
+    assert names <= set(LAYERS), f"give these a layer: {sorted(names - set(LAYERS))}"
+
+
+def test_no_module_imports_a_layer_above_its_own():
+    assert upward() == []
+
+
+def test_the_check_sees_an_upward_import(tmp_path):
+    """The scan itself: a tools module importing the trainer is found, a function-level import too."""
+    module = tmp_path / "m.py"
+    module.write_text("def f():\n    from grpo_lab.trainer.config import Config\n")
+    assert imports(module) == ["grpo_lab.trainer.config"]
+    assert LAYERS[layer_of("grpo_lab.trainer.config")] > LAYERS["tools"]
