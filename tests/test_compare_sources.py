@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from grpo_lab.dashboard.views import charts, compare_view
+from grpo_lab.rundir.chat import prompt_key
 from grpo_lab.rundir.reader import RunInfo
 
 
@@ -15,9 +16,9 @@ def test_a_native_chat_prompt_and_an_imported_conversation_are_the_same_prompt()
     native = ("<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nTom has 3 apples.<|im_end|>\n"
               "<|im_start|>assistant\n")
     imported = "system: Be brief.\nuser: Tom has 3 apples."
-    assert compare_view.prompt_key(native) == compare_view.prompt_key(imported) == "Tom has 3 apples."
-    assert compare_view.prompt_key(" 3+4= ") == "3+4="
-    assert compare_view.prompt_key("user: a") != compare_view.prompt_key("user: b")
+    assert prompt_key(native) == prompt_key(imported) == "Tom has 3 apples."
+    assert prompt_key(" 3+4= ") == "3+4="
+    assert prompt_key("user: a") != prompt_key("user: b")
 
 
 def test_reward_metrics_are_matched_by_the_functions_name():

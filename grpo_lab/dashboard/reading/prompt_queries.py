@@ -7,7 +7,8 @@ import pandas as pd
 import streamlit as st
 
 from grpo_lab.dashboard.reading.data import runs_dir
-from grpo_lab.dashboard.reading.queries import version
+from grpo_lab.dashboard.reading.queries import prompts, version
+from grpo_lab.rundir.chat import prompt_key
 from grpo_lab.rundir import prompt_history as ph
 from grpo_lab.rundir.reader import run_path
 
@@ -40,3 +41,12 @@ def _outcomes(run: str, pass_at: float, v: tuple) -> tuple[pd.DataFrame, list[st
 def outcomes(run: str, pass_at: float) -> tuple[pd.DataFrame, list[str]]:
     """Per prompt of `run`: its draws, pass rates early and late, and its kind (learned, ...)."""
     return _outcomes(run, float(pass_at), version(run, "samples"))
+
+
+def prompt_keys(run: str) -> tuple[dict[str, str], list[str]]:
+    """(prompt_id -> what the prompt asks (rundir.chat.prompt_key: the user turns, without a chat template),
+    problems met reading the samples)."""
+    table, problems = prompts(run)
+    if table.empty:
+        return {}, problems
+    return {str(i): prompt_key(str(p)) for i, p in zip(table["prompt_id"], table["prompt"])}, problems

@@ -1,4 +1,4 @@
-"""Compare's completions view: one prompt, matched across runs by what it asks (compare_view.prompt_key,
+"""Compare's completions view: one prompt, matched across runs by what it asks (rundir.chat.prompt_key,
 so a native run and a TRL or verl import line up), each run's G completions at the same or nearest
 step side by side with reward and A_i; above it, the prompts the runs did most differently on."""
 
@@ -48,7 +48,8 @@ def _per_run(runs: list[RunInfo], pass_at: float) -> tuple[pd.DataFrame, list[st
         problems += [f"{r.name}: {p}" for p in found]
         if out.empty:
             continue
-        keys = prompt_history_view.prompt_keys(r.name)
+        keys, found = prompt_queries.prompt_keys(r.name)
+        problems += [f"{r.name}: {p}" for p in found]
         out = out.assign(run=r.name, prompt_id=out["prompt_id"].astype(str))
         out = out.assign(key=out["prompt_id"].map(keys).fillna(out["prompt_id"]))
         # two ids asking the same question in one run: the one drawn most speaks for it

@@ -4,7 +4,6 @@ side by side (compare_completions_view)."""
 from __future__ import annotations
 
 import json
-import re
 
 import numpy as np
 import pandas as pd
@@ -13,7 +12,7 @@ import streamlit as st
 from grpo_lab.dashboard import ui
 from grpo_lab.dashboard.launching import launcher
 from grpo_lab.dashboard.reading import data
-from grpo_lab.dashboard.views import annotations_view, charts, compare_completions_view, markup, series
+from grpo_lab.dashboard.views import annotations_view, charts, compare_completions_view, series
 from grpo_lab.dashboard.i18n import t
 from grpo_lab.rundir import variants
 from grpo_lab.rundir.importers import names as trl_names
@@ -24,23 +23,9 @@ DEFAULT_METRICS = ["reward/mean", "kl/mean", "clip/total", "completion/length_me
 IGNORED_KEYS = {"name", "runs_dir", "resume", SOURCES_KEY}  # differ by construction, or not an option
 
 
-_MESSAGE_LINE = re.compile(r"^(system|user|assistant|tool): ", re.M)
 
 
-def prompt_key(prompt: str) -> str:
-    """What a prompt asks, whatever the source wrote around it: the user turns of a chat template
-    (a native run's rendered prompt) or of `role: content` lines (an imported conversation), else
-    the text itself. The same question matches across a native run and a TRL run.
 
-    >>> prompt_key("<|im_start|>user\\nHi<|im_end|>\\n<|im_start|>assistant\\n") == prompt_key("user: Hi")
-    True
-    """
-    turns = markup.chat_turns(prompt or "")
-    if not turns and _MESSAGE_LINE.match(prompt or ""):
-        parts = _MESSAGE_LINE.split(prompt)[1:]  # role, content, role, content, ...
-        turns = [(role, content.strip()) for role, content in zip(parts[::2], parts[1::2])]
-    user = [content for role, content in turns if role == "user"]
-    return "\n".join(user) if user else (prompt or "").strip()
 
 
 def reward_name(column: str) -> str:

@@ -9,7 +9,7 @@ import streamlit as st
 
 from grpo_lab.dashboard import ui
 from grpo_lab.dashboard.reading import data, queries
-from grpo_lab.dashboard.views import charts, group_math, groups_order, long_text, markup, rating
+from grpo_lab.dashboard.views import charts, group_math, groups_order, long_text, markup, rating, rescore_view
 from grpo_lab.dashboard.views import turns as turns_view
 from grpo_lab.dashboard.i18n import t
 from grpo_lab.objective.options import STD_MODES
@@ -167,7 +167,6 @@ def show_group(info: RunInfo, target: Target) -> None:
                     key=f"long_{run}_{step}_{number}")  # texts drawn cut for their length, whole on request
     turns_view.show(group, markers)  # runs with tools: each rollout's tool calls and results, set apart
     rating.show(info, target, group)  # a person's scores for these completions (rundir/labels.py)
-    from grpo_lab.dashboard.views import rescore_view  # noqa: PLC0415 - one call site, kept in one edit
     rescore_view.render(info, target, group)  # another reward's scores and advantages beside the run's (grpo_lab/rescore.py)
     if "rewards/correctness" in group and "answer" in group and group["answer"].notna().any():
         show_verdicts(group, (cfg.get("reward_params") or {}).get("correctness") or {})

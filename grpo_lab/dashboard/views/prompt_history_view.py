@@ -39,21 +39,11 @@ def pass_threshold(key: str) -> float:
     return float(pass_at)
 
 
-def prompt_keys(run: str) -> dict[str, str]:
-    """prompt_id -> what the prompt asks (compare_view.prompt_key: the user turns, without a chat template)."""
-    table, problems = queries.prompts(run)
-    ui.warn(problems)
-    if table.empty:
-        return {}
-    from grpo_lab.dashboard.views.compare_view import prompt_key  # noqa: PLC0415 - compare_view imports this module
-
-    return {str(i): prompt_key(str(p)) for i, p in zip(table["prompt_id"], table["prompt"])}
-
-
 def pick_prompt(run: str) -> str | None:
     """The prompt to follow: ?prompt= (a link wins over what was picked before), else a pick among
     the prompts whose id or question contains the search text."""
-    texts = prompt_keys(run)
+    texts, problems = prompt_queries.prompt_keys(run)
+    ui.warn(problems)
     if not texts:
         st.info(t("groups.no_samples"))
         return None
@@ -146,7 +136,8 @@ def show_outcomes(run: str, pass_at: float) -> None:
         return
     counts = df["kind"].value_counts()
     st.caption(t("prompt_history.counts", n=len(df), steady=int(counts.get("steady", 0)), once=int(counts.get("once", 0))))
-    texts = prompt_keys(run)
+    texts, problems = prompt_queries.prompt_keys(run)
+    ui.warn(problems)
     names = {k: t(f"prompt_history.kind.{k}") for k in TABLES}
     tabs = st.tabs([f"{names[k]} ({int(counts.get(k, 0))})" for k in TABLES])
     columns = ["prompt_id", "prompt", "draws", "early", "late", "change", "pass_rate", "mean_reward", "no_signal",
