@@ -56,14 +56,30 @@ def test_two_runs_answers_to_one_prompt_side_by_side(runs, monkeypatch):
     assert key == ranked["key"].iloc[0]
     body = html_bodies(at)
     assert body.count('class="grpo-responses"') == 2 and f'<div class="grpo-prompt"><span style="white-space:pre-wrap">{key}</span>' in body
-    mine = native[native["prompt"] == key]
-    newest = mine[mine["step"] == mine["step"].max()]
-    theirs = verl[(verl["prompt"] == key) & (verl["step"] == 3)]  # blank step: each run's latest draw
-    for rows in (newest, theirs):
-        assert all(str(c) in body for c in rows["completion"])
-        assert all(f"{a:+.3f}" in body for a in rows["advantage"])
+    mine, theirs = native[native["prompt"] == key], verl[verl["prompt"] == key]
+    # blank step: every run at the latest step all of them reached (the smaller of their latest draws), each
+    # showing its draw nearest it (the earlier on a tie)
+    common = min(int(mine["step"].max()), int(theirs["step"].max()))
+
+    def nearest_step(rows):
+        steps = sorted(set(rows["step"]))
+        return min(steps, key=lambda s: (abs(s - common), s))
+
+    shown = {}
+    for name, rows in (("grpo", mine), ("verl", theirs)):
+        shown[name] = nearest_step(rows)
+        drawn = rows[rows["step"] == shown[name]]
+        assert all(str(c) in body for c in drawn["completion"])
+        assert all(f"{a:+.3f}" in body for a in drawn["advantage"])
     lines = " ".join(m.value for m in at.markdown)
-    assert "**grpo**" in lines and "**verl** · step 3" in lines
+    assert f"**grpo** · step {shown['grpo']}" in lines and f"**verl** · step {shown['verl']}" in lines
+    said = " ".join(str(i.value) for i in at.info)
+    assert ("Not every run drew this prompt" in said) == (shown["grpo"] != shown["verl"])
+
+
+def test_blank_step_shows_every_run_at_the_step_all_reached():
+    frames = {"a": pd.DataFrame({"step": [3, 40]}), "b": pd.DataFrame({"step": [14]}), "c": pd.DataFrame({"step": []})}
+    assert ccv.common_step(frames) == 14 and ccv.common_step({}) is None
 
 
 def test_the_nearest_draw_to_a_step(runs, monkeypatch):

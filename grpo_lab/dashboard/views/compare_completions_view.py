@@ -92,22 +92,38 @@ def render(runs: list[RunInfo]) -> None:
     # what the prompt asks, whole (the picker cuts it): the question every column below answers
     st.html(f'<div class="grpo-prompt">{markup.cut_text(key, markers=False, limit=groups_view.PROMPT_CHARS)}</div>')
     ids = {row.run: row.prompt_id for row in long[long["key"] == key].itertuples()}
+    found = {}
+    for info in runs:
+        if ids.get(info.name) is not None:
+            found[info.name], problems = prompt_queries.draws(info.name, ids[info.name], pass_at)
+            ui.warn(problems)
+    target = step if step is not None else common_step(found)
+    draws = {name: nearest(frame, target) for name, frame in found.items() if target is not None}
+    shown = {name: int(d["step"]) for name, d in draws.items() if d is not None}
+    if len(set(shown.values())) > 1:  # one run never drew it at that step: say so, not only in the box's label
+        st.info(t("compare_completions.steps_differ", step=target,
+                  steps=", ".join(f"{markup.md(n)} {s}" for n, s in shown.items())))
     cols = st.columns(len(runs))
     for col, info in zip(cols, runs):
         with col:
-            show_run(info, ids.get(info.name), step, pass_at)
+            show_run(info, ids.get(info.name), draws.get(info.name))
 
 
-def show_run(info: RunInfo, prompt_id: str | None, step: int | None, pass_at: float) -> None:
-    """One run's draw of the prompt at `step`, else its nearest (blank: its latest), as Groups shows a group."""
+def common_step(found: dict[str, pd.DataFrame]) -> int | None:
+    """The step to show every run at when none is asked: the latest step all of them had reached when they
+    drew the prompt (the smallest of their latest draws), so the runs are compared at one point of training.
+
+    >>> common_step({"a": pd.DataFrame({"step": [3, 40]}), "b": pd.DataFrame({"step": [14]})})
+    14
+    """
+    latest = [int(f["step"].max()) for f in found.values() if not f.empty]
+    return min(latest) if latest else None
+
+
+def show_run(info: RunInfo, prompt_id: str | None, draw: pd.Series | None) -> None:
+    """One run's draw of the prompt (its draw nearest the step shown), as Groups shows a group."""
     name = info.name
-    if prompt_id is None:
-        st.caption(t("compare_completions.not_drawn", name=markup.md(name)))
-        return
-    found, problems = prompt_queries.draws(name, prompt_id, pass_at)
-    ui.warn(problems)
-    draw = nearest(found, step) if step is not None else (found.iloc[-1] if not found.empty else None)
-    if draw is None:
+    if prompt_id is None or draw is None:
         st.caption(t("compare_completions.not_drawn", name=markup.md(name)))
         return
     rows, problems = prompt_queries.completions(name, prompt_id, int(draw["step"]), int(draw["group"]))
