@@ -8,6 +8,7 @@ import signal
 import pytest
 
 from app_helpers import open_page
+from grpo_lab.dashboard import access
 from grpo_lab.dashboard.launching import launch_form, launcher
 from grpo_lab.rundir.layout import write_json_atomic
 from grpo_lab.rundir.reader import read_run
@@ -194,3 +195,23 @@ def stop_and_check(tmp_path, name, pid, monkeypatch):
     stopped = wait_until(lambda: (r := read_run(tmp_path, name)).state == "stopped" and r, timeout=120, what="stopped")
     wait_until(lambda: not launcher.is_trainer_of(pid, name), timeout=60, what="torchrun to exit")
     assert stopped.step >= 2
+
+
+def test_the_form_starts_a_run_with_tools_or_an_environment_and_checks_their_modules(tmp_path, monkeypatch):
+    """Tools, an environment and the tool-call budget are on the form (a tool run needed the command line);
+    a module:function tool outside GRPO_LAB_REWARD_MODULES is refused as a reward is."""
+    started = []
+    monkeypatch.setenv("GRPO_LAB_RUNS_DIR", str(tmp_path))
+    monkeypatch.delenv("GRPO_LAB_REWARD_MODULES", raising=False)
+    monkeypatch.setattr(launcher, "launch", lambda values, runs_dir, processes=1: started.append(values) or ("x", 1))
+    at = open_page("runs")
+    boxes = {w.key: w for w in at.text_input if w.key.startswith("launch_")}
+    assert any(k.endswith("_environment") for k in boxes)
+    next(w for k, w in boxes.items() if k.endswith("_tools")).set_value("calculator")
+    next(w for w in form_inputs(at).values() if w.key.endswith("_max_tool_calls")).set_value(2)
+    at.button[[b.label for b in at.button].index("Start training")].click().run()
+    assert started and started[0]["tools"] == "calculator" and started[0]["max_tool_calls"] == 2
+    refused = access.check_launch({"tools": "evil.mod:fn"}, tmp_path)
+    assert refused and "GRPO_LAB_REWARD_MODULES" in refused
+    refused = access.check_launch({"environment": "evil.mod:Env"}, tmp_path)
+    assert refused and "GRPO_LAB_REWARD_MODULES" in refused
