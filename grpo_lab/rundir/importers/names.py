@@ -39,13 +39,6 @@ METRICS = {
     "sampling/importance_sampling_ratio/mean": "mismatch/weight_mean",
     "sampling/importance_sampling_ratio/max": "mismatch/weight_max",
 }
-# verl's rollout-correction figures (`rollout_corr/*`, in its metrics logs, not its rollout dumps) -> ours
-VERL_METRICS = {
-    "rollout_corr/kl": "mismatch/kl",  # verl's own estimator of KL(pi_rollout ‖ pi_old)
-    "rollout_corr/rollout_is_mean": "mismatch/weight_mean",
-    "rollout_corr/rollout_is_min": "mismatch/weight_min",
-    "rollout_corr/rollout_is_max": "mismatch/weight_max",  # verl: before its threshold's truncation
-}
 # rewards/<fn>/mean and rewards/<fn>/std have the same name in TRL and here (TRL's std: N-1).
 SAME_NAME_PATTERN = ("rewards/", ("/mean", "/std"))
 
