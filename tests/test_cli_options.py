@@ -59,3 +59,16 @@ def test_a_misspelt_option_exits_2_with_one_line(tmp_path):
     assert result.stderr.strip().splitlines() == [
         "error: unrecognized arguments: --dynamic-samplin; did you mean --dynamic-sampling? (see --help)"]
     assert not (tmp_path / "r").exists()
+
+
+def test_reward_params_on_the_command_line_are_json_and_anything_else_is_one_line():
+    """--reward-params was read as a name=weight list: '{"length": {"max_len": 0}}' became a reward parameter
+    named by the whole text, and the length reward ran with its defaults."""
+    from grpo_lab.trainer.config import ConfigError, load_config
+
+    cfg = load_config(["--rewards", "correctness,length", "--reward-params", '{"length": {"max_len": 2}}'])
+    assert cfg.reward_params == {"length": {"max_len": 2}}
+    for bad, says in (("length=3", "not valid JSON"), ('{"length": 3}', "a JSON object of reward names"),
+                      ("[" * 5000 + "]" * 5000, "nested deeper")):
+        with pytest.raises(ConfigError, match=says):
+            load_config(["--reward-params", bad])

@@ -175,7 +175,10 @@ def test_live_says_under_the_loss_what_it_should_be_and_how_much_signal_the_step
 def test_the_expected_loss_is_what_the_trainer_logs_at_ratio_one(tiny_run):
     """One pass, no reference: the trainer's loss/policy is the expected loss exactly (token aggregation:
     the length weighting moves it off 0)."""
-    run = tiny_run("token", max_steps=3, passes=1, beta=0, loss_aggregation="token")  # step 3 has a signal
+    # a length reward on every character: completions of different lengths differ in reward whatever the model
+    # draws, so groups have a signal (correctness alone left every group of some draws without one)
+    run = tiny_run("token", max_steps=3, passes=1, beta=0, loss_aggregation="token", rewards="correctness,length",
+                   reward_params='{"length": {"max_len": 0}}')
     scalars, _ = rq.query(run, "scalars", 'SELECT step, "loss/policy" AS logged FROM {src} ORDER BY step')
     for step, logged in zip(scalars["step"], scalars["logged"]):
         rows, _ = rq.query(run, "samples", "SELECT advantage, length, truncated, dropped FROM {src} WHERE step = $s",

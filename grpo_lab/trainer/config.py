@@ -51,6 +51,7 @@ BUILTIN_TOOLS = ("calculator", "python")  # grpo_lab/tools/registry.py BUILTIN
 DECODE_MODES = ("auto", "eager", "static", "graphs")
 DATA_FIELDS = ("prompt", "answer", "tests", "system", "id")  # the `columns` mapping's meaningful keys
 TEXT_MAPPINGS = ("columns",)  # dict options whose values are names, not numbers
+JSON_MAPPINGS = ("reward_params",)  # dict options of mappings: JSON on the command line (a name=weight list was read)
 
 
 class ConfigError(ValueError):
@@ -126,7 +127,8 @@ class Config:
     sft_steps: int | None = _opt(None, "Supervised warm start on the answer format before RL (built-in model only; "
                                  "0: none).", by_model=True, bounds=Bounds(0))
     rewards: dict = _opt({"correctness": 1.0}, "Reward names and weights, e.g. correctness=1,length=0.1.")
-    reward_params: dict = _opt({}, "Per-reward parameters (config file only), e.g. {length: {max_len: 8}}.")
+    reward_params: dict = _opt({}, "Per-reward parameters, e.g. {length: {max_len: 8}} in a config file, or JSON on the command line: "
+                                          "'{\"length\": {\"max_len\": 8}}'.")
     # --- model options ---
     dtype: str = _opt("auto", "Weights: auto (bfloat16 for a pretrained model on a GPU that has it, else float32), "
                       "float32, bfloat16, float16 (GPU only).", choices=("auto", "float32", "bfloat16", "float16"))
@@ -380,6 +382,19 @@ def _parse_mapping(field_name: str, text: str) -> dict[str, Any]:
     return out
 
 
+def _parse_json_mapping(field_name: str, text: str) -> dict[str, dict]:
+    """'{"length": {"max_len": 8}}' -> {'length': {'max_len': 8}}: a JSON object of mappings (the runs folder's
+    JSON reader: one line for text that is not JSON or nests too deep); ConfigError otherwise."""
+    try:
+        value = json_file.parse(text, field_name, max_depth=8)
+    except json_file.JsonFileError as exc:
+        raise ConfigError(str(exc)) from None
+    if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
+        raise ConfigError(f'{field_name}: a JSON object of reward names to parameters, e.g. {{"length": {{"max_len": 8}}}}, '
+                          f"got {text[:80]!r}")
+    return value
+
+
 def _coerce(name: str, hint: Any, value: Any) -> Any:
     if value is None:
         return None
@@ -400,6 +415,8 @@ def _coerce(name: str, hint: Any, value: Any) -> Any:
         if "float" in hint_s:
             return float(value)
         if hint is dict or hint_s == "dict":
+            if isinstance(value, str) and name in JSON_MAPPINGS:
+                return _parse_json_mapping(name, value)
             if isinstance(value, str):
                 return _parse_mapping(name, value)
             if not isinstance(value, dict):
