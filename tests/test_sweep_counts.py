@@ -86,3 +86,31 @@ def test_runs_and_compare_show_the_same_count_beside_a_table_of_as_many_runs(run
     assert at.query_params["sweep"] == ["s"] or at.query_params["sweep"] == "s"
     assert EXPECTED[lang] in [c.value for c in at.caption]
     assert i18n.texts(lang)["sweeps.count_part"]  # the parts are worded per language, not in code
+
+
+def queue(folder, name: str, *argv: str) -> None:
+    """A queue entry signed with this dashboard's key, as the launch form writes it."""
+    entry = {"name": name, "queued": True, "argv": ["--name", name, *argv], "processes": 1, "queued_at": time.time(),
+             "id": launcher.entry_id()}
+    (folder / launcher.LAUNCH_DIR / f"{name}.json").write_text(json.dumps({**entry, "signature": launcher.sign_entry(folder, entry)}))
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_queued_runs_show_what_their_entry_plans_and_a_variant_counts_their_steps(runs, lang):
+    """A queued run reads its algorithm, model, task and planned steps from its queue entry, through
+    the trainer's parser and checks (a planted entry it refuses reads "—"); a variant's total counts
+    its queued seeds, so one only queued reads "0 / N", not "0 / ?"."""
+    queue(runs, "s-c_1-s0", "--sweep", "s", "--variant", "c=1", "--algo", "ppo", "--max-steps", "7")
+    queue(runs, "s-d_1-s0", "--sweep", "s", "--variant", "d=1", "--max-steps", "-5", "--model", "x")  # refused: -5
+    at = open_page("runs", lang=lang)
+    table = next(d.value for d in at.dataframe if "doctor" in d.value.columns).set_index("name")
+    queued = i18n.texts(lang)["runs.step_queued"]
+    assert table.loc["s-b_1-s0", ["algo", "model", "task", "step", "latest reward"]].tolist() == [
+        "grpo", "tiny", "arithmetic", queued.format(total=200), "—"]
+    assert table.loc["s-c_1-s0", ["algo", "step"]].tolist() == ["ppo", queued.format(total=7)]
+    assert table.loc["s-d_1-s0", ["algo", "model", "task", "step"]].tolist() == ["—"] * 4
+    assert table.loc[LAUNCHING, ["algo", "step"]].tolist() == ["grpo", "0 / 200"]  # started: its command's options
+
+    listed = list_runs(runs)
+    steps = sweeps_view.progress(listed, launcher.pending(runs, {r.name for r in listed}), runs).set_index("variant")["steps"]
+    assert steps.to_dict() == {"a=1": "24 / 24", "b=1": "0 / 600", "c=1": "0 / 7", "d=1": "0 / ?"}

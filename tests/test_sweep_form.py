@@ -99,7 +99,8 @@ def test_sweep_progress_counts_each_variants_seeds(runs):
     rows = {(r.sweep, r.variant): (r.queued, r.running, r.finished, r.failed, r.stopped, r.steps)
             for r in table.itertuples()}
     assert rows == {("s", "beta=0"): (0, 0, 1, 0, 0, "3 / 3"), ("s", "beta=0.04"): (0, 0, 0, 0, 1, "1 / 3"),
-                    ("s2", "beta=0"): (1, 0, 0, 0, 0, "0 / ?"), ("s2", "beta=0.04"): (1, 0, 0, 0, 0, "0 / ?")}
+                    # only queued: the steps their queue entries plan (the default 200), not "0 / ?"
+                    ("s2", "beta=0"): (1, 0, 0, 0, 0, "0 / 200"), ("s2", "beta=0.04"): (1, 0, 0, 0, 0, "0 / 200")}
 
 
 def test_picking_a_task_shows_and_sends_its_own_defaults(app, runs):

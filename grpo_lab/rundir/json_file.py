@@ -60,7 +60,9 @@ def parse(raw: bytes | str, name: str, max_depth: int = MAX_DEPTH) -> Any:
         raise JsonFileError(f"{name} is nested deeper than {max_depth} levels, so it is not read") from None
     except ValueError as exc:  # JSONDecodeError, and bytes that are not UTF-8
         raise JsonFileError(f"{name} is not valid JSON ({str(exc).splitlines()[0][:120]}), so it is not read") from None
-    if depth(data) > max_depth:
+    # depth never exceeds the brackets opened, so a file with few of them (every config.json) needs no walk
+    opened = raw.count(b"[") + raw.count(b"{") if isinstance(raw, bytes) else raw.count("[") + raw.count("{")
+    if opened > max_depth and depth(data) > max_depth:
         raise JsonFileError(f"{name} is nested deeper than {max_depth} levels, so it is not read")
     return data
 
@@ -68,26 +70,44 @@ def parse(raw: bytes | str, name: str, max_depth: int = MAX_DEPTH) -> Any:
 def load(path: str | Path, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH) -> Any:
     """The parsed file. FileNotFoundError when it is missing; JsonFileError (one line) when it is not a
     regular file, larger than `max_bytes`, unreadable, not JSON, or nested deeper than `max_depth`."""
-    path = Path(path)
+    name = os.path.basename(path)  # (a str path stays one: a runs folder's listing reads thousands)
     try:  # O_NONBLOCK, then a regular-file check: a FIFO is refused, never waited on
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
         raise
     except OSError as exc:
-        raise JsonFileError(f"{path.name} could not be read ({exc.strerror or exc})") from None
-    # checked on the descriptor, before open() wraps it: open() of a folder's descriptor raises
+        raise JsonFileError(f"{name} could not be read ({exc.strerror or exc})") from None
+    # checked on the descriptor, before anything reads it: reading a folder's descriptor raises
     # IsADirectoryError, which is no ValueError (a folder named like a rating file took Groups down)
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
         os.close(fd)
-        raise JsonFileError(f"{path.name} is not a regular file (a folder, a FIFO or a device?), so it is not read")
-    with open(fd, "rb") as fh:
-        try:
-            raw = fh.read(max_bytes + 1)  # never more than the cap, however large the file
-        except OSError as exc:
-            raise JsonFileError(f"{path.name} could not be read ({exc.strerror or exc})") from None
+        raise JsonFileError(f"{name} is not a regular file (a folder, a FIFO or a device?), so it is not read")
+    try:
+        raw = _read_at_most(fd, max_bytes + 1, st.st_size)  # never more than the cap, however large the file
+    except OSError as exc:
+        raise JsonFileError(f"{name} could not be read ({exc.strerror or exc})") from None
+    finally:
+        os.close(fd)
     if len(raw) > max_bytes:
-        raise JsonFileError(f"{path.name} is larger than {_size(max_bytes)}, so it is not read")
-    return parse(raw, path.name, max_depth)
+        raise JsonFileError(f"{name} is larger than {_size(max_bytes)}, so it is not read")
+    return parse(raw, name, max_depth)
+
+
+def _read_at_most(fd: int, limit: int, size: int) -> bytes:
+    """Up to `limit` bytes of the open regular file of `size` bytes (as fstat said). os.read, and one
+    call for a small file: a read of a regular file returns less than asked only at its end, and a
+    runs folder's listing reads thousands of small files."""
+    chunks, left = [], limit
+    while left > 0:
+        asked = min(left, 1 << 20, size + 1 if not chunks else 1 << 20)  # +1: a file grown since fstat shows
+        chunk = os.read(fd, asked)
+        if chunk:
+            chunks.append(chunk)
+            left -= len(chunk)
+        if len(chunk) < asked:
+            break
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def read(path: str | Path, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH) -> tuple[dict | None, str | None]:
@@ -100,7 +120,7 @@ def read(path: str | Path, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPT
     except JsonFileError as exc:
         return None, str(exc)
     if not isinstance(data, dict):
-        return None, f"{Path(path).name} holds {type(data).__name__}, not a JSON object, so it is not read"
+        return None, f"{os.path.basename(path)} holds {type(data).__name__}, not a JSON object, so it is not read"
     return data, None
 
 

@@ -148,13 +148,24 @@ def _float(value: Any) -> float | None:
 def read_run(runs_dir: str | Path, name: str) -> RunInfo:
     path = run_path(runs_dir, name)
     paths = RunPaths(path)
-    problems: list[str] = []
     if not path.is_dir():
         return RunInfo(name, path, None, None, [f"no run directory {path}"])
     status, status_problem = read_status_checked(paths.status)
     config, config_problem = json_file.read(paths.config)
     unsafe = {f.name: line for f in (paths.log, paths.status, paths.config) if (line := unsafe_file(f, path))}
-    problems += unsafe.values()
+    return run_info(name, path, (status, status_problem), (config, config_problem), unsafe)
+
+
+def run_info(name: str, path: Path, status: tuple[dict | None, str | None], config: tuple[dict | None, str | None],
+             unsafe: dict[str, str]) -> RunInfo:
+    """The RunInfo of a run whose status.json and config.json were read ((mapping or None, why not read),
+    as read_status_checked and json_file.read give them) and whose files in `unsafe` (file name -> the
+    line open_regular refuses it with) were found unsafe: its problem lines, each said once."""
+    (status, status_problem), (config, config_problem) = status, config
+    # a file refused is not read: its content (through a symlink out of the run) is not the run's
+    status = None if "status.json" in unsafe else status
+    config = None if "config.json" in unsafe else config
+    problems = list(unsafe.values())
     # why each was not read, once: unsafe (a symlink out, a FIFO), else too large, too deep, not JSON
     if status is None and "status.json" not in unsafe:
         problems.append(status_problem or "status.json is missing: the run may still be starting, or never started")
@@ -183,10 +194,20 @@ def list_runs(runs_dir: str | Path) -> list[RunInfo]:
         except (OSError, RunNameError):
             continue
         except Exception as exc:  # noqa: BLE001 - one run's files never take the listing of the others down
-            runs.append(RunInfo(entry.name, Path(runs_dir) / entry.name, None, None,
-                                [f"could not be read ({type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''})"]))
-    runs.sort(key=lambda r: (r.started_at or 0.0, r.name), reverse=True)
+            runs.append(unreadable(entry.name, Path(runs_dir) / entry.name, exc))
+    runs.sort(key=newest_first, reverse=True)
     return runs
+
+
+def newest_first(run: RunInfo) -> tuple[float, str]:
+    """A listing's sort key (sorted in reverse): the latest start first, then by name."""
+    return run.started_at or 0.0, run.name
+
+
+def unreadable(name: str, path: Path, exc: BaseException) -> RunInfo:
+    """A run whose files raised `exc` while read: listed, with that as its problem line."""
+    detail = str(exc).splitlines()[0][:160] if str(exc) else ""
+    return RunInfo(name, path, None, None, [f"could not be read ({type(exc).__name__}: {detail})"])
 
 
 LOG_TAIL_BYTES = 64_000  # a log shown on a page: only its end is read, however large the file

@@ -90,6 +90,14 @@ def read_status_checked(path: Path) -> tuple[dict[str, Any] | None, str | None]:
     data, problem = json_file.read(path)
     if data is None:
         return None, problem
+    return judged(data, path), None
+
+
+def judged(written: dict[str, Any], path: Path) -> dict[str, Any]:
+    """status.json's mapping as `written` (left as it is), judged now: a new mapping with `alive`, and
+    an active state whose process is gone read as failed (read_status). A listing that keeps what it
+    read (rundir/runs_index.py) judges it again while the process was alive at the last look."""
+    data = dict(written)
     alive = pid_alive(data.get("pid"))
     data["alive"] = alive
     if not alive:
@@ -100,4 +108,4 @@ def read_status_checked(path: Path) -> tuple[dict[str, Any] | None, str | None]:
             full = full_disk(Path(path).parent)
             data["error"] = (f"trainer process ended without reporting, on a full disk: {full}" if full
                              else "trainer process ended without reporting (killed?)")
-    return data, None
+    return data

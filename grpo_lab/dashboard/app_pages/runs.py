@@ -15,8 +15,8 @@ st.title("🗂️ " + t("nav.runs"))
 st.caption(t("runs.folder", path=data.runs_dir()))
 
 with ui.guard(t("nav.runs")):
-    runs = data.runs()
-    active = runs_view.any_active(runs, launcher.pending(data.runs_dir(), {r.name for r in runs}))
+    listing = data.listing()
+    active = runs_view.any_active(listing, launcher.pending(data.runs_dir(), {r.name for r in listing.runs}))
     st.fragment(runs_view.render, run_every=2.0 if active else None)(active)
     with st.expander(t("runs.start_expander"), expanded=False):
         launch_form.form(data.runs_dir())

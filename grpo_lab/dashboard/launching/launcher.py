@@ -38,9 +38,9 @@ from grpo_lab.dashboard.launching.identity import cmdline, of_this_folder, optio
 from grpo_lab.dashboard.launching.keys import (KEY_DIR_ENV, MAX_ENTRY_AGE_S, NONCE_ENV, KeyDirError,  # noqa: F401
                                                check_key_dir, entry_id, entry_signed, entry_signer, entry_used,
                                                key_dir, key_id, mark_used, queue_key, run_nonce, sign_entry)
-from grpo_lab.rundir import sweep_manifest
+from grpo_lab.rundir import runs_index, sweep_manifest
 from grpo_lab.rundir.layout import SOURCES_KEY, read_json, valid_run_name, write_json_atomic
-from grpo_lab.rundir.reader import check_name, list_runs, read_run, run_path, tail_checked
+from grpo_lab.rundir.reader import check_name, read_run, run_path, tail_checked
 from grpo_lab.rundir.status import ACTIVE_STATES, pid_alive
 
 LAUNCH_DIR = ".launcher"  # starts with '.', so it can never be a run name
@@ -51,6 +51,22 @@ _children: dict[int, subprocess.Popen] = {}  # processes this dashboard started,
 
 class LaunchError(ValueError):
     """Refused before anything started; the message says why."""
+
+
+@dataclass(frozen=True)
+class Planned:
+    """What a launch record says its run will be: the run's options as the trainer would take them
+    (its parser, then its validation: trainer.config), read from the record's queued `argv` or its
+    started `command`. `checked` is False when they do not pass (a planted or damaged record):
+    then only `sweep` and `variant` are known, as labels from the argument list."""
+
+    sweep: str = ""
+    variant: str = ""
+    checked: bool = False
+    algo: str = ""
+    model: str = ""
+    task: str = ""
+    total_steps: int = 0  # its max_steps: what its status.json will say as total_steps
 
 
 @dataclass
@@ -65,6 +81,7 @@ class Pending:
     queued: bool = False  # waiting for a free slot (GRPO_LAB_MAX_RUNS); started by start_queued
     refused: str = ""  # a queued entry that failed its checks, and why; never started
     elsewhere: bool = False  # queued by another dashboard (another key): it starts it, this one never does
+    planned: Planned = Planned()  # what its record says the run will be
 
 
 @functools.lru_cache(maxsize=1)
@@ -243,7 +260,7 @@ def max_runs() -> int:
 
 def training(runs_dir: Path) -> int:
     """Runs training now: active run directories, and launches still starting."""
-    active = {r.name for r in list_runs(runs_dir) if r.state in ACTIVE_STATES}
+    active = {r.name for r in runs_index.listing(runs_dir).active}  # looked at now: a slot is counted once
     return len(active) + sum(1 for p in pending(runs_dir, active) if p.alive)
 
 
@@ -324,16 +341,10 @@ def replayed_or_expired(record: dict[str, Any], now: float) -> str | None:
 def recheck_entry(runs_dir: Path, name: str, record: dict[str, Any]) -> tuple[list[str], int]:
     """A queued entry's argv read back into values with the trainer's own parser, then through
     checked_config; returns the argv to start (rebuilt from the checked values) and the count."""
-    from grpo_lab.trainer.config import ConfigError, build_parser
-
     argv, processes = record.get("argv"), record.get("processes", 1)
     if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
         raise LaunchError("argv: must be a list of strings")
-    try:
-        parsed = vars(build_parser().parse_args(argv))
-    except ConfigError as exc:
-        raise LaunchError(str(exc)) from None
-    values = {k: v for k, v in parsed.items() if v is not None}
+    values = parse_trainer_args(argv)
     for option in ("config", "runs_dir", "resume"):  # the form never queues these
         if option in values:
             raise LaunchError(f"{option}: not something the launch form queues")
@@ -343,6 +354,23 @@ def recheck_entry(runs_dir: Path, name: str, record: dict[str, Any]) -> tuple[li
     if os.path.lexists(run_path(runs_dir, name)):  # lexists: a dangling link is taken too
         raise LaunchError(f"name: a run named {name!r} already exists")
     return _argv(values), processes
+
+
+def parse_trainer_args(argv: list[str]) -> dict[str, Any]:
+    """The values an argument list gives the trainer (its own parser; the options given only).
+    LaunchError (one line) when it refuses them, or when they ask for its help (argparse would
+    print it and end the process: a scheduler, a page's script)."""
+    from grpo_lab.trainer.config import ConfigError, build_parser
+
+    if "-h" in argv or "--help" in argv:  # asked before parsing: argparse prints the help where the page runs
+        raise LaunchError("argv: asks for the trainer's help, which starts no run")
+    try:
+        parsed = vars(build_parser().parse_args(argv))
+    except ConfigError as exc:
+        raise LaunchError(str(exc)) from None
+    except SystemExit:  # any other action that ends the process
+        raise LaunchError("argv: asks the trainer for something that starts no run") from None
+    return {k: v for k, v in parsed.items() if v is not None}
 
 
 def _refuse(runs_dir: Path, name: str, record: dict[str, Any], reason: str) -> None:
@@ -449,18 +477,21 @@ def pending(runs_dir: Path, listed: set[str] | frozenset[str] | None = None) -> 
     """
     reap()
     folder = runs_dir / LAUNCH_DIR
+    try:  # one listing of the folder, names compared as text: a dashboard leaves a record per run it launched
+        names = sorted(e.name[:-5] for e in os.scandir(folder) if e.name.endswith(".json"))
+    except OSError:
+        names = []
+    runs = listed if listed is not None else _run_folders(runs_dir)
+    # and no name a run cannot have: not a launch (write_json_atomic's .tmp-*.json, a planted file)
+    names = [n for n in names if n not in runs and valid_run_name(n)]
     out = []
-    for record_path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-        name = record_path.stem
-        if listed is not None and name in listed:
-            continue
+    for name in names:
+        record_path = folder / f"{name}.json"
         try:
             if listed is None and run_path(runs_dir, name).is_dir():
                 continue  # no listing given: a launch whose directory exists is a run now
         except ValueError:
-            if not valid_run_name(name):
-                continue  # not a launch record: no run has that name
-            # its folder is a link leading out of the runs folder (or nowhere): listed, so that
+            pass  # its folder is a link leading out of the runs folder (or nowhere): listed, so that
             # start_queued refuses it with the reason (run_path's) instead of leaving it "queued"
         record = read_json(record_path) or {}
         try:
@@ -473,8 +504,54 @@ def pending(runs_dir: Path, listed: set[str] | frozenset[str] | None = None) -> 
         elsewhere = waiting and _signer(runs_dir, record) == "other"
         out.append(Pending(name, pid, started, is_trainer_of(pid, name, runs_dir),
                            f"refused: {refused}" if refused else launch_log(runs_dir, name, 30),
-                           queued=waiting and not elsewhere, refused=refused, elsewhere=elsewhere))
+                           queued=waiting and not elsewhere, refused=refused, elsewhere=elsewhere,
+                           planned=planned(record)))
     return out
+
+
+def planned(record: dict[str, Any]) -> Planned:
+    """What a launch record (`<runs>/.launcher/<name>.json`, read) says its run will be: its queued
+    `argv`, else the trainer's arguments in its started `command`, through the trainer's parser and
+    validation (the checks a queued entry meets again before it starts, bar the ones about files)."""
+    argv = record.get("argv") if record.get("argv") is not None else _trainer_args(record.get("command"))
+    if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
+        return Planned()
+    labels = {"sweep": str(option(argv, "--sweep") or ""), "variant": str(option(argv, "--variant") or "")}
+    return Planned(**labels, **_checked_plan(tuple(argv)))
+
+
+def _trainer_args(command: Any) -> list[str] | None:
+    """The trainer's own arguments in a started command (`... -m grpo_lab.trainer ARGS`, under torchrun too)."""
+    if not isinstance(command, list):
+        return None
+    for i in range(len(command) - 1):
+        if command[i] == "-m" and command[i + 1] in ("grpo_lab.trainer", "trainer"):
+            return command[i + 2:]
+    return None
+
+
+@functools.lru_cache(maxsize=1024)
+def _checked_plan(argv: tuple[str, ...]) -> dict[str, Any]:
+    """Planned's checked fields for one argument list ({} when the trainer refuses it); cached, as
+    the Runs page asks at every refresh of the same queue."""
+    from grpo_lab.trainer.config import from_dict
+
+    try:
+        values = parse_trainer_args(list(argv))
+        if "config" in values or "resume" in values:  # a file to read, a run to continue: no plan to show
+            return {}
+        cfg = from_dict({k: v for k, v in values.items() if k != "runs_dir"})
+    except (ValueError, TypeError):  # LaunchError and ConfigError are ValueErrors
+        return {}
+    return {"checked": True, "algo": cfg.algo, "model": cfg.model, "task": cfg.task, "total_steps": cfg.max_steps}
+
+
+def _run_folders(runs_dir: Path) -> set[str]:
+    """The names of the real folders in runs_dir (a link is left to run_path, which judges where it leads)."""
+    try:
+        return {e.name for e in os.scandir(runs_dir) if e.is_dir(follow_symlinks=False)}
+    except OSError:
+        return set()
 
 
 def _signer(runs_dir: Path, record: dict[str, Any]) -> str:

@@ -6,6 +6,7 @@ Dropping a YAML file into grpo_lab/configs/ adds a preset: its first comment lin
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +22,24 @@ def _label(path: Path) -> str:
 
 def presets(folder: Path = CONFIGS) -> dict[str, dict[str, Any]]:
     """{label: trainer options}, the demo first; a file that does not parse becomes an entry
-    whose `error` says why, so one broken file never hides the others."""
+    whose `error` says why, so one broken file never hides the others. Read again only when a
+    file changed (the form is drawn at every rerun of the Runs page). Treat as read-only."""
+    files = []
+    for path in sorted(Path(folder).glob("*.y*ml")):
+        try:
+            st = path.stat()
+            files.append((str(path), st.st_size, st.st_mtime_ns, st.st_ino))
+        except OSError:
+            files.append((str(path), None, None, None))
+    return _read(tuple(files), str(folder))
+
+
+@functools.lru_cache(maxsize=4)
+def _read(files: tuple, folder: str) -> dict[str, dict[str, Any]]:
     from grpo_lab.trainer.config import ConfigError, from_dict, read_config_file
 
     out: dict[str, dict[str, Any]] = {DEMO: {}}
-    for path in sorted(folder.glob("*.y*ml")):
+    for path in (Path(f[0]) for f in files):
         try:
             values = {k.replace("-", "_"): v for k, v in read_config_file(str(path)).items()}
             from_dict({**values, "name": "preset", "runs_dir": str(folder)})  # the trainer's own checks

@@ -1,12 +1,16 @@
 """The dashboard's access to run directories: which runs exist, and their per-step tables.
 
-Thin Streamlit caching over rundir.reader: one incremental TableReader per (run, table) lives in
-`st.cache_resource`, so every refresh reads only the part files that are new. Nothing here
-raises on a damaged run; problems come back as lines to show as warnings.
+Which runs exist comes from rundir.runs_index (one index per runs folder, shared by every session:
+a rerun reads again only the runs whose files changed). Tables are thin Streamlit caching over
+rundir.reader: one incremental TableReader per (run, table) lives in `st.cache_resource`, so every
+refresh reads only the part files that are new. Nothing here raises on a damaged run; problems come
+back as lines to show as warnings.
 """
 
 from __future__ import annotations
 
+import functools
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -14,29 +18,41 @@ import pandas as pd
 import streamlit as st
 
 from grpo_lab.objective.options import DEFAULT_EPSILON, clip_range
-from grpo_lab.rundir import query
+from grpo_lab.rundir import query, runs_index
 from grpo_lab.rundir.layout import default_runs_dir
-from grpo_lab.rundir.reader import RunInfo, TableReader, list_runs, read_run, run_path
+from grpo_lab.rundir.reader import RunInfo, TableReader, read_run, run_path
 from grpo_lab.rundir.status import ACTIVE_STATES  # noqa: F401 - the pages read it as data.ACTIVE_STATES
 
 
 def runs_dir() -> Path:
-    return Path(default_runs_dir()).resolve()
+    """The runs folder, resolved (once per value and working directory: a page asks dozens of times a run)."""
+    folder = default_runs_dir()
+    return _resolved(folder, "" if os.path.isabs(folder) else os.getcwd())
 
 
-@st.cache_data(ttl=1.0, show_spinner=False, max_entries=8)
-def _runs(folder: str) -> list[RunInfo]:
-    return list_runs(folder)
+@functools.lru_cache(maxsize=8)
+def _resolved(folder: str, cwd: str) -> Path:
+    return Path(cwd, folder).resolve()
+
+
+LISTING_MAX_AGE_S = 1.0  # the pages of one rerun, and every session at once, share one look at the folder
+
+
+def listing() -> runs_index.Listing:
+    """Every run, newest first, with its tags (rundir/runs_index.py: a run is read again only when
+    its files changed; the folder is looked at at most once a second)."""
+    return runs_index.listing(runs_dir(), LISTING_MAX_AGE_S)
 
 
 def runs() -> list[RunInfo]:
-    """Every run, newest first (status files re-read at most once a second)."""
-    return _runs(str(runs_dir()))
+    """Every run, newest first (listing()'s runs; shared with other sessions: read-only)."""
+    return list(listing().runs)
 
 
 def forget_runs() -> None:
-    """Drop the cached listing, so a run just moved (deleted, archived, restored) goes or comes back now."""
-    _runs.clear()
+    """Look at the folder again at the next listing, so a run just moved (deleted, archived, restored)
+    goes or comes back now."""
+    runs_index.index(runs_dir()).forget()
 
 
 def run(name: str) -> RunInfo:
@@ -86,8 +102,8 @@ def histograms(name: str) -> Frame:
 def latest(frame: Frame, column: str) -> float | None:
     if frame.df.empty or column not in frame.df:
         return None
-    values = frame.df[column].dropna()
-    return float(values.iloc[-1]) if len(values) else None
+    last = frame.df[column].last_valid_index()
+    return None if last is None else float(frame.df[column].loc[last])
 
 
 def _number(value, default: float | None, kind=float):

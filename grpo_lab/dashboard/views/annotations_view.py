@@ -11,6 +11,7 @@ import streamlit as st
 
 from grpo_lab.dashboard import ui
 from grpo_lab.dashboard.i18n import t
+from grpo_lab.dashboard.reading import data
 from grpo_lab.dashboard.views import markup
 from grpo_lab.rundir import annotations
 from grpo_lab.rundir.reader import RunInfo
@@ -52,6 +53,7 @@ def save(name: str, path: str) -> None:
         said = ("success", t("annotations_save.saved_at", name=name, time=time.strftime("%H:%M:%S"),
                              tags=" ".join(stored.tags) or t("annotations.no_tags")))
     st.session_state[f"annotate_said_{name}"] = said
+    data.forget_runs()  # the listing's tags are looked at again now, not a second later
     st.session_state["runs_full_rerun"] = True  # the tag filter must offer a tag that is new now
 
 

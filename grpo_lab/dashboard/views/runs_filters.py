@@ -74,8 +74,12 @@ def page(frame: pd.DataFrame, number: int, size: int = PAGE_SIZE) -> pd.DataFram
 
 def choices(frame: pd.DataFrame) -> dict[str, list[str]]:
     """The values each filter can take in this frame, sorted: sweeps, tags, algorithms (states are fixed)."""
+    def values(column: str) -> set:
+        return set(frame[column].unique()) if column in frame else set()
+
+    tags = frame["tags"][frame["tags"].map(bool)] if "tags" in frame else []  # most runs have none
     return {
-        "sweeps": sorted({s for s in frame.get("sweep", []) if s}),
-        "tags": sorted({tag for tags in frame.get("tags", []) for tag in tags}),
-        "algos": sorted({a for a in frame.get("algo", []) if a and a != "—"}),
+        "sweeps": sorted(s for s in values("sweep") if s),
+        "tags": sorted({tag for found in tags for tag in found}),
+        "algos": sorted(a for a in values("algo") if a and a != "—"),
     }

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 
 import pandas as pd
 import streamlit as st
@@ -14,53 +15,67 @@ from grpo_lab.dashboard.launching import housekeeping, launch_form, launcher
 from grpo_lab.dashboard.reading import data
 from grpo_lab.dashboard.views import annotations_view, markup, runs_filters, runs_manage_view, sweeps_view
 from grpo_lab.dashboard.i18n import per_language, t
-from grpo_lab.rundir import annotations
 from grpo_lab.rundir.layout import SOURCES_KEY
 from grpo_lab.rundir.reader import tail
 
 
-def meta_frame(runs, pending, runs_dir) -> pd.DataFrame:
-    """One row per run and pending launch with what the filters read: raw `state`, `algo`, `sweep`,
-    `tags` (a tuple). Nothing here reads a table, so 60 runs cost 60 small files, not 60 tables."""
-    rows = []
-    for r in runs:
-        config = r.config or {}
-        started = r.started_at
-        rows.append({
-            "name": r.name, "algo": str(r.get("algo", "—")), "model": r.get("model", "—"), "task": r.get("task", "—"),
-            "state": r.state, "sweep": str(config.get("sweep") or ""),
-            "tags": annotations.read(r.path).tags,
+FILTERED = ["name", "algo", "state", "sweep", "tags"]  # what the filters read, for every run
+SHOWN = ["name", "algo", "model", "task", "state", "tags", "progress", "step", "latest reward", "doctor", "processes",
+         "started", "duration"]  # what the table shows, for the rows of one page
+
+
+def meta_frame(listing, pending) -> pd.DataFrame:
+    """One row per run (data.listing's) and pending launch with what the filters read: raw `state`,
+    `algo`, `sweep`, `tags` (a tuple). Nothing here opens a file or loops over the runs: the
+    listing's table is made once per listing; what the table shows is made for one page (shown_frame)."""
+    table = listing.table
+    runs = table[FILTERED].assign(algo=table["algo"].fillna("—"), sweep=table["sweep"].fillna(""))
+    if not pending:
+        return runs
+    launches = pd.DataFrame({"name": [p.name for p in pending], "algo": [p.planned.algo or "—" for p in pending],
+                             "state": [sweeps_view.launch_state(p) for p in pending],
+                             "sweep": [p.planned.sweep for p in pending], "tags": [()] * len(pending)},
+                            columns=FILTERED)
+    return pd.concat([runs, launches], ignore_index=True) if len(runs) else launches
+
+
+def _started(seconds) -> str:
+    """A start time as the table shows it (UTC, to the second), "—" when there is none."""
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(seconds)) if seconds else "—"
+
+
+def _run_row(r, tags: tuple[str, ...]) -> dict:
+    """A run as the table shows it: state as a label (+ waiting for ratings), tags as text, the
+    latest reward read from its table."""
+    reward = data.latest(data.scalars(r.name), "reward/mean") if r.status else None
+    return {"name": r.name, "algo": str(r.get("algo", "—")), "model": r.get("model", "—"), "task": r.get("task", "—"),
+            "state": ui.run_state_label(r), "tags": " ".join(tags),
             "progress": min(r.step / r.total_steps, 1.0) if r.total_steps > 0 else 0.0,
             "step": f"{r.step} / {r.total_steps or '?'}",
-            "doctor": data.findings_badge(r),
-            "processes": ui.world_label(r),
-            "started": pd.to_datetime(started, unit="s", utc=True).tz_convert(None) if started else None,
-            "duration": ui.duration(ui.run_duration(r)),
-        })
-    for p in pending:
-        sweep, _ = sweeps_view.queued_labels(runs_dir, p.name)
-        rows.append({"name": p.name, "algo": "—", "model": "—", "task": "—", "state": sweeps_view.launch_state(p),
-                     "sweep": sweep, "tags": (), "progress": 0.0, "step": "—", "doctor": "", "processes": "—",
-                     "started": pd.to_datetime(p.started_at, unit="s", utc=True).tz_convert(None), "duration": "—"})
-    return pd.DataFrame(rows, columns=["name", "algo", "model", "task", "state", "sweep", "tags", "progress", "step",
-                                       "doctor", "processes", "started", "duration"])
+            # text, "—" where there is none: the table would print a missing number as "None", in any language
+            "latest reward": f"{reward:.3f}" if reward is not None and math.isfinite(reward) else "—",
+            "doctor": data.findings_badge(r), "processes": ui.world_label(r), "started": _started(r.started_at),
+            "duration": ui.duration(ui.run_duration(r))}
 
 
-def shown_frame(rows: pd.DataFrame, runs) -> pd.DataFrame:
-    """The rows of one page as the table shows them: state as a label, tags as text, the latest
-    reward read (from the run's table) only for these rows."""
+def _launch_row(p) -> dict:
+    """A launch with no run folder yet, as the table shows it: what its record plans (launcher.planned:
+    the trainer's checks), "—" where it plans nothing that passes them."""
+    plan, state = p.planned, sweeps_view.launch_state(p)
+    total = plan.total_steps if plan.checked else 0
+    step = t("runs.step_queued", total=total) if total and state in ("queued", "queued elsewhere") else \
+        f"0 / {total}" if total else "—"
+    return {"name": p.name, "algo": plan.algo or "—", "model": plan.model or "—", "task": plan.task or "—",
+            "state": ui.state_label(state), "tags": "", "progress": 0.0, "step": step, "latest reward": "—",
+            "doctor": "", "processes": "—", "started": _started(p.started_at), "duration": "—"}
+
+
+def shown_frame(rows: pd.DataFrame, runs, pending, tags) -> pd.DataFrame:
+    """The rows of one page (meta_frame's) as the table shows them; only these rows' tables are read."""
     listed = {r.name: r for r in runs}
-    out = rows.drop(columns=["sweep"]).copy()
-    latest = [data.latest(data.scalars(n), "reward/mean") if n in listed and listed[n].status else None
-              for n in out["name"]]
-    # text, "—" where there is none: the table would print a missing number or time as "None", in any language
-    out.insert(out.columns.get_loc("step") + 1, "latest reward",
-               [f"{v:.3f}" if v is not None and math.isfinite(v) else "—" for v in latest])
-    out["started"] = [v.strftime("%Y-%m-%d %H:%M:%S") if not pd.isna(v) else "—" for v in out["started"]]
-    out["state"] = [ui.run_state_label(listed[n]) if n in listed else ui.state_label(s)  # + waiting for ratings
-                    for n, s in zip(out["name"], out["state"])]
-    out["tags"] = out["tags"].map(" ".join)
-    return out
+    launches = {p.name: p for p in pending}
+    return pd.DataFrame([_run_row(listed[n], tags.get(n, ())) if n in listed else _launch_row(launches[n])
+                         for n in rows["name"]], columns=SHOWN)
 
 
 def act(action: str, name: str) -> None:
@@ -194,8 +209,9 @@ def page_widget(matching: int, total: int) -> int:
     return number
 
 
-def any_active(runs, pending) -> bool:
-    return any(r.state in data.ACTIVE_STATES for r in runs) or any(p.alive or p.queued for p in pending)
+def any_active(listing, pending) -> bool:
+    """Whether a run of `listing` (data.listing's) trains, or a launch starts or waits: the page refreshes then."""
+    return bool(listing.active) or any(p.alive or p.queued for p in pending)
 
 
 def render(was_active: bool) -> None:
@@ -206,9 +222,10 @@ def render(was_active: bool) -> None:
             st.session_state["runs_full_rerun"] = True
     except launcher.KeyDirError as exc:  # the queue waits; the runs are still listed
         st.error(markup.md(str(exc)))
-    runs = data.runs()
+    listing = data.listing()
+    runs = list(listing.runs)
     pending = launcher.pending(data.runs_dir(), {r.name for r in runs})
-    if st.session_state.pop("runs_full_rerun", False) or (was_active and not any_active(runs, pending)):
+    if st.session_state.pop("runs_full_rerun", False) or (was_active and not any_active(listing, pending)):
         st.rerun(scope="app")  # a run started or ended: redraw with (or without) the timer
     view = view_switch(bool(runs or pending))
     if view == "archive":
@@ -221,10 +238,12 @@ def render(was_active: bool) -> None:
         if st.button(t("runs.launch_demo"), type="primary", key="launch_demo"):
             launch_form.start(launch_form.demo_values(data.runs_dir()))
         return
-    sweeps_view.render(runs, pending, data.runs_dir())  # each sweep one collapsed row with its progress
-    frame = meta_frame(runs, pending, data.runs_dir())
+    in_sweeps = [r for r, sweep in zip(runs, listing.table["sweep"].notna()) if sweep]
+    sweeps_view.render(in_sweeps, pending, data.runs_dir())  # each sweep one collapsed row with its progress
+    frame = meta_frame(listing, pending)
     matching = runs_filters.apply(frame, filter_widgets(frame))
-    shown = shown_frame(runs_filters.page(matching, page_widget(len(matching), len(frame))), runs)
+    shown = shown_frame(runs_filters.page(matching, page_widget(len(matching), len(frame))), runs, pending,
+                        listing.tags)
     st.dataframe(shown, hide_index=True, key="runs_table", on_select="rerun", selection_mode="single-row",
                  column_config={
                      **ui.column_config(shown.columns, labels={"tags": t("col.tags")}),

@@ -3,7 +3,8 @@ its seeds are in each state, and a link to Compare its variants.
 
 A run's sweep and variant come from its config.json; a launch that has no run folder yet (queued,
 or its trainer still starting) has none, so they come from its launch record's command line
-(`--sweep`, `--variant`, as grpo_lab/sweep.py queues them). Both are text from disk, shown escaped.
+(`--sweep`, `--variant`, as grpo_lab/sweep.py queues them: launcher.planned, which also reads the
+steps it plans). Both are text from disk, shown escaped.
 
 Every count here (the row, the table, Compare's line for a sweep) is `count_states` over `members`:
 each run and launch counted once, under its own state, so the counts add up to the runs listed.
@@ -21,9 +22,7 @@ import streamlit as st
 from grpo_lab.dashboard import ui
 from grpo_lab.dashboard.i18n import t
 from grpo_lab.dashboard.launching import launcher
-from grpo_lab.dashboard.launching.identity import option
 from grpo_lab.dashboard.views import markup
-from grpo_lab.rundir.layout import read_json
 from grpo_lab.rundir.status import STATES
 
 # a launch's states (no run folder yet), then status.json's (rundir/status.py), then a launch that died
@@ -58,17 +57,10 @@ def summary_line(sweep: str, counts: dict[str, int]) -> str:
              others=others)
 
 
-def queued_labels(runs_dir: Path, name: str) -> tuple[str, str]:
-    """(sweep, variant) of a launch, from its record's queued argv or started command; ('', '') when it has none."""
-    record = read_json(Path(runs_dir) / launcher.LAUNCH_DIR / f"{name}.json") or {}
-    argv = record.get("argv") or record.get("command")
-    if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
-        return "", ""
-    return str(option(argv, "--sweep") or ""), str(option(argv, "--variant") or "")
-
-
 def members(runs, pending, runs_dir: Path) -> pd.DataFrame:
-    """One row per run or launch that belongs to a sweep: name, sweep, variant, state, step, total."""
+    """One row per run or launch that belongs to a sweep: name, sweep, variant, state, step, total.
+    A launch's total is the steps its record plans (launcher.planned), so a variant's total counts
+    its queued seeds too."""
     rows = []
     for r in runs:
         config = r.config or {}
@@ -76,10 +68,9 @@ def members(runs, pending, runs_dir: Path) -> pd.DataFrame:
             rows.append({"name": r.name, "sweep": str(config["sweep"]), "variant": str(config.get("variant") or ""),
                          "state": r.state, "step": r.step, "total": r.total_steps})
     for p in pending:
-        sweep, variant = queued_labels(runs_dir, p.name)
-        if sweep:
-            rows.append({"name": p.name, "sweep": sweep, "variant": variant, "state": launch_state(p), "step": 0,
-                         "total": 0})
+        if p.planned.sweep:
+            rows.append({"name": p.name, "sweep": p.planned.sweep, "variant": p.planned.variant,
+                         "state": launch_state(p), "step": 0, "total": p.planned.total_steps})
     return pd.DataFrame(rows, columns=["name", "sweep", "variant", "state", "step", "total"])
 
 
@@ -92,7 +83,11 @@ def sweep_counts(sweep: str, runs, pending, runs_dir: Path) -> dict[str, int]:
 def progress(runs, pending, runs_dir: Path) -> pd.DataFrame:
     """One row per (sweep, variant): how many seeds are in each state (ALWAYS, and any other state
     present), and steps done of steps planned. Runs outside any sweep are left out."""
-    frame = members(runs, pending, runs_dir)
+    return progress_of(members(runs, pending, runs_dir))
+
+
+def progress_of(frame: pd.DataFrame) -> pd.DataFrame:
+    """progress() of `frame`, members()' rows."""
     columns = [*ALWAYS, *(s for s in count_states(frame["state"]) if s not in ALWAYS)]
     if frame.empty:
         return pd.DataFrame(columns=["sweep", "variant", *columns, "steps"])
@@ -107,7 +102,7 @@ def progress(runs, pending, runs_dir: Path) -> pd.DataFrame:
 def render(runs, pending, runs_dir: Path) -> None:
     """One collapsed expander per sweep, newest name last; nothing when no run belongs to a sweep."""
     frame = members(runs, pending, runs_dir)
-    table = progress(runs, pending, runs_dir)
+    table = progress_of(frame)
     for sweep, rows in table.groupby("sweep", sort=True):
         with st.expander(summary_line(sweep, count_states(frame.loc[frame["sweep"] == sweep, "state"]))):
             shown = rows.drop(columns=["sweep"])
