@@ -18,5 +18,7 @@ with ui.guard(t("nav.runs")):
     listing = data.listing()
     active = runs_view.any_active(listing, launcher.pending(data.runs_dir(), {r.name for r in listing.runs}))
     st.fragment(runs_view.render, run_every=2.0 if active else None)(active)
+    if not active:  # nothing refreshes the list: watch the folder, for runs started elsewhere
+        st.fragment(runs_view.watch, run_every=runs_view.WATCH_S)(runs_view.mark(listing))
     with st.expander(t("runs.start_expander"), expanded=False):
         launch_form.form(data.runs_dir())

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 
 import pandas as pd
@@ -207,6 +208,29 @@ def page_widget(matching: int, total: int) -> int:
     if matching:  # none: the page says "no run matches" below
         (right if count > 1 else st).caption(t("runs.showing", first=first, last=last, matching=matching, total=total))
     return number
+
+
+WATCH_S = 3.0  # how often a Runs page with nothing active looks for runs started elsewhere
+
+
+def mark(listing) -> tuple:
+    """What a Runs page with nothing active watches: the listing's version (a run added, removed or
+    changed: the shared index looks at the folder at most once a second) and the launch queue
+    folder's identity (an entry queued, refused or dismissed: its mtime, one stat)."""
+    try:
+        st_ = os.stat(data.runs_dir() / launcher.LAUNCH_DIR)
+        queue = (st_.st_ino, st_.st_mtime_ns, st_.st_nlink, st_.st_size)
+    except OSError:
+        queue = None
+    return listing.version, queue
+
+
+def watch(seen: tuple) -> None:
+    """The timer of a Runs page with nothing active (a fragment that draws nothing): the whole page
+    again once the runs folder or the queue changed since `seen` (mark's), so a run started from the
+    command line, or by another dashboard, shows within seconds without a click."""
+    if mark(data.listing()) != seen:
+        st.rerun(scope="app")
 
 
 def any_active(listing, pending) -> bool:
