@@ -36,13 +36,17 @@ USER_MODULE = textwrap.dedent('''
         Args:
             expression: a sum such as "123+456".
         """
+        _log(kind="function", expression=expression)  # first: a call that raises below is on record too
         a, b = expression.split("+")
-        _log(kind="function", expression=expression)
         return str(int(a) + int(b))
 
 
     class AdderEnv:
-        """One instance per rollout; its methods are the tools."""
+        """One instance per rollout; its methods are the tools. Every second call (over all instances)
+        raises, on purpose, and no other does: a run has calls that raised and calls that returned,
+        whatever the model writes."""
+
+        made = 0  # calls over all instances
 
         def reset(self, **kwargs):
             self.row = kwargs
@@ -56,9 +60,14 @@ USER_MODULE = textwrap.dedent('''
                 expression: a sum such as "123+456".
             """
             self.calls += 1
-            a, b = expression.split("+")
-            _log(kind="method", env=id(self), expression=expression, calls=self.calls)
-            return str(int(a) + int(b))
+            AdderEnv.made += 1
+            raises = AdderEnv.made % 2 == 0
+            # on record before it can raise: the call is counted on the instance either way
+            _log(kind="method", env=id(self), expression=expression, calls=self.calls, raises=raises)
+            if raises:
+                raise RuntimeError("every second call fails")
+            a, _, b = expression.partition("+")
+            return str(int(a) + int(b)) if a.isdigit() and b.isdigit() else "not a sum"
 
 
     def used_the_tool(prompts, completions, tool_calls, answer, log_extra, **kwargs):
@@ -104,8 +113,8 @@ def test_a_user_tool_function_is_called_as_written(tmp):
     calls = calls_in(samples)
     assert calls, "the warm start shows the calc tag: some rollout calls the tool"
     ran = [r for r in records if r["kind"] == "function"]
-    # every call that reached the user's function is in the turns, with its result
-    assert sorted(r["expression"] for r in ran) == sorted(t["arguments"][""] for t in calls if t["error"] is None)
+    # every call in the turns reached the user's function (also one it raised on), and only those
+    assert sorted(r["expression"] for r in ran) == sorted(t["arguments"][""] for t in calls)
     for t in calls:
         if t["error"] is None:
             a, b = t["arguments"][""].split("+")
@@ -115,7 +124,8 @@ def test_a_user_tool_function_is_called_as_written(tmp):
 
 
 def test_a_user_environment_gets_a_fresh_instance_per_rollout_reset_with_its_row(tmp):
-    samples, records = train(tmp, "env", "--environment", "user_tools:AdderEnv", "--rewards",
+    # a long time limit: on a loaded machine a call that timed out would read as raised (it is not what this checks)
+    samples, records = train(tmp, "env", "--environment", "user_tools:AdderEnv", "--tool-timeout-s", "60", "--rewards",
                              "correctness=1,user_tools:used_the_tool=0.5,user_tools:env_calls=0.1")
     # the dry run before the model loads: an instance per first row, reset, handed to the reward
     dry, records = records[:DRY_RUN_ROWS + 1], records[DRY_RUN_ROWS + 1:]
@@ -127,7 +137,8 @@ def test_a_user_environment_gets_a_fresh_instance_per_rollout_reset_with_its_row
     assert all("answer" in r["columns"] for r in resets)
     assert Counter(r["answer"] for r in resets) == Counter(samples["answer"].astype(str))
     methods = [r for r in records if r["kind"] == "method"]
-    assert methods, "some rollout calls the environment's tool"
+    assert len(methods) >= 2, "the warm start shows the calc tag: rollouts call the environment's tool"
+    assert {m["raises"] for m in methods} == {True, False}  # the method raised on every second call
     # a method runs on an instance that was reset, and its state is that rollout's own
     reset_envs = {r["env"] for r in resets}
     assert all(m["env"] in reset_envs for m in methods)
@@ -137,6 +148,9 @@ def test_a_user_environment_gets_a_fresh_instance_per_rollout_reset_with_its_row
     # the reward got each rollout's own instance, in the samples' order, after the rollout's calls
     (scored,) = [r["envs"] for r in records if r["kind"] == "reward"]
     assert sorted(scored) == sorted(r["env"] for r in resets)
-    per_sample = [sum(1 for t in json.loads(s) if "tool" in t) for s in samples["turns"]]
     assert samples["extra/env_calls"].astype(int).tolist() == [per_env[e] for e in scored]
-    assert all(seen <= made for seen, made in zip(samples["extra/env_calls"], per_sample))
+    # each rollout's calls, those that raised too, went to its own instance, in order: a call in its turns
+    # is one on record for its instance, and the turn's error is there exactly where the method raised
+    for turns, env in zip(samples["turns"], scored):
+        made = [(t["arguments"][""], t["error"] is not None) for t in json.loads(turns) if "tool" in t]
+        assert made == [(m["expression"], m["raises"]) for m in methods if m["env"] == env], (turns, env)

@@ -160,6 +160,71 @@ def type_to_choose(page, box, text: str, tries: int = 3) -> None:
             box.press("Escape")
 
 
+class Traffic:
+    """What a page and its Streamlit server said over the websocket, in order: each rerun the page
+    asked for (its fragment, and the button or submit triggers it carried) and each script run the
+    server started. Made before the page's first goto, so that it sees the websocket open."""
+
+    def __init__(self, page):
+        self.events: list[tuple] = []  # ("rerun", fragment id, trigger ids) or ("run",)
+        page.on("websocket", self._watch)
+
+    def _watch(self, ws) -> None:
+        ws.on("framesent", self._sent)
+        ws.on("framereceived", self._received)
+
+    def _sent(self, payload) -> None:
+        from streamlit.proto.BackMsg_pb2 import BackMsg
+
+        if isinstance(payload, (bytes, bytearray)):
+            msg = BackMsg()
+            msg.ParseFromString(bytes(payload))
+            if msg.WhichOneof("type") == "rerun_script":
+                widgets = msg.rerun_script.widget_states.widgets
+                triggers = tuple(w.id for w in widgets if w.WhichOneof("value") == "trigger_value" and w.trigger_value)
+                self.events.append(("rerun", msg.rerun_script.fragment_id, triggers))
+
+    def _received(self, payload) -> None:
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+        if isinstance(payload, (bytes, bytearray)):
+            msg = ForwardMsg()
+            msg.ParseFromString(bytes(payload))
+            if msg.WhichOneof("type") == "new_session":  # the server started a script run
+                self.events.append(("run",))
+
+
+def submit(page, traffic: Traffic, button, tries: int = 3) -> None:
+    """Click a form's submit `button` until the page has sent the submit, then wait for the server to
+    start the script run that reads it. The page sends the submit inside the click's own handler, so
+    a click after which none went out is a click the page lost (or a form check refused: then every
+    try sends none, and this fails saying so); it is clicked again. A submit sent that starts no run
+    was dropped by the server, and fails here as such, not later as an effect that never shows.
+    (CI twice saw a submit come to nothing, a form left filled; which side lost it was not on record.)"""
+    label = button.inner_text().strip()
+    for attempt in range(tries):
+        seen = len(traffic.events)
+        button.click()
+        sent = None
+        for _ in range(100):  # 10 s; the events are delivered while Playwright waits
+            sent = next((i for i, e in enumerate(traffic.events[seen:], seen) if e[0] == "rerun" and any(
+                "FormSubmitter:" in t and t.endswith(f"-{label}") for t in e[2])), None)
+            if sent is not None:
+                break
+            page.wait_for_timeout(100)
+        if sent is not None:
+            break
+        if attempt == tries - 1:
+            raise AssertionError(f"{tries} clicks on {label!r} sent no submit; the page sent {traffic.events[seen:]}")
+    for _ in range(600):  # 60 s
+        if any(e[0] == "run" for e in traffic.events[sent + 1:]):
+            return
+        page.wait_for_timeout(100)
+    fragment = traffic.events[sent][1]
+    raise AssertionError(f"{label!r} was submitted (fragment {fragment or 'none'}) and the server started no run "
+                         "for it in 60 s")
+
+
 def to_chinese(page, heading: str) -> None:
     """Pick 中文 in the sidebar's language switch; returns once the page's h1 reads `heading`."""
     click_until(page, page.get_by_text("中文", exact=True), page.locator("h1").filter(has_text=heading))

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from playwright.sync_api import expect
 
-from browser_helpers import ROOT, free_port, main_text, stop_server, wait_idle, wait_until_healthy
+from browser_helpers import ROOT, Traffic, free_port, main_text, stop_server, submit, wait_idle, wait_until_healthy
 from grpo_lab.dashboard.launching import launcher
 from grpo_lab.rundir.layout import read_json
 from grpo_lab.rundir.reader import read_run
@@ -101,6 +101,7 @@ def test_a_queued_sweep_moves_with_no_runs_page_open_and_after_a_restart(tmp_pat
     try:
         wait_until_healthy(url, runs)
         # --- the sweep, from the Runs page's form
+        traffic = Traffic(page)
         page.goto(url)  # Runs is the default page
         wait_idle(page)
         page.get_by_text("Start a training run").click()
@@ -109,7 +110,7 @@ def test_a_queued_sweep_moves_with_no_runs_page_open_and_after_a_restart(tmp_pat
         page.get_by_text("More options").click()
         for label, value in MORE.items():
             page.get_by_label(label, exact=True).fill(value)
-        page.get_by_role("button", name="Start training").click()
+        submit(page, traffic, page.get_by_role("button", name="Start training"))
         # one slot: the first run starts, the other two wait in the queue (records in .launcher/, written
         # before the form's rerun)
         try:
