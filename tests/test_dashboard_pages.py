@@ -327,3 +327,12 @@ def test_compare_with_a_damaged_run(app):
     at = app("compare", "alpha", cmp_runs=["alpha", "corrupt", "empty"])
     assert "could not be read" in texts(at.warning)
     assert "hit a problem" not in texts(at.error)
+
+
+def test_the_entry_file_runs_outside_streamlit_too():
+    """After a page ran (AppTest, a server), sys.modules["__main__"] is app.py, and a process started
+    with multiprocessing's spawn runs it again as __mp_main__, outside Streamlit, where a Page has
+    nothing set: building the navigation must not read one back (the address aliases did)."""
+    import runpy
+
+    runpy.run_path(APP, run_name="__mp_main__")

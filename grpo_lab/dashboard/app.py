@@ -25,45 +25,50 @@ st.set_option("client.toolbarMode", "minimal")  # no "Deploy" button: config.tom
 PAGES = Path(__file__).parent / "app_pages"
 
 
-def aliases(pages: list[st.Page], typed: dict[str, st.Page]) -> list[st.Page]:
-    """Hidden pages at the addresses people type for a page (its name capitalised, /Live; and `typed`:
-    /runs for Runs, which Streamlit serves at /), each sending the visitor on to the page with the
-    address's query (?run=...). Streamlit matches an address exactly and says "Page not found" otherwise."""
-    wanted = dict(typed)
-    for page in pages:
-        wanted.setdefault(page.url_path.capitalize(), page)
-    taken = {page.url_path for page in pages}
-    return [st.Page(functools.partial(_go_to, page), title=page.title, url_path=name, visibility="hidden")
-            for name, page in wanted.items() if name and name not in taken]
+def aliases(pages: dict[str, st.Page], typed: dict[str, st.Page]) -> list[st.Page]:
+    """Hidden pages at the addresses people type for a page (`pages`: its address -> the page; the
+    address capitalised, /Live, and `typed`: /runs for Runs, which Streamlit serves at /), each
+    sending the visitor on to the page with the address's query (?run=...). Streamlit matches an
+    address exactly and says "Page not found" otherwise. (Built from the addresses given, never read
+    back from a Page: a process that imports this file outside Streamlit, as multiprocessing's spawn
+    does with the last script run, gets Pages with nothing set.)"""
+    wanted = {**{path.capitalize(): page for path, page in pages.items()}, **typed}
+    return [st.Page(functools.partial(_go_to, page), title=name, url_path=name, visibility="hidden")
+            for name, page in wanted.items() if name and name not in pages]
 
 
 def _go_to(page: st.Page) -> None:
     st.switch_page(page, query_params=st.query_params.to_dict())
 
 
+def page_at(address: str, file: str, title: str, icon: str, **kwargs) -> tuple[str, st.Page]:
+    """(address, the page app_pages/`file` served there)."""
+    return address, st.Page(PAGES / file, title=title, icon=icon, url_path=address, **kwargs)
+
+
 # Titles follow the language switch (the switch stores the choice before this rerun); addresses do not.
-# Runs, the default page, is served at / (its url_path is ignored by Streamlit): /runs is an alias.
-runs = st.Page(PAGES / "runs.py", title=t("nav.runs"), icon="🗂️", default=True, url_path="")
-training = [
-    runs,
-    st.Page(PAGES / "live.py", title=t("nav.live"), icon="📈", url_path="live"),
-    st.Page(PAGES / "groups.py", title=t("nav.groups"), icon="👥", url_path="groups"),
-    st.Page(PAGES / "prompt_history.py", title=t("prompt_history.title"), icon="📜", url_path="prompt"),
-    st.Page(PAGES / "compare.py", title=t("nav.compare"), icon="⚖️", url_path="compare"),
-]
-concepts = [
-    st.Page(PAGES / "ppo_vs_grpo.py", title=t("ppo.title"), icon="🏗️", url_path="ppo-vs-grpo"),
-    st.Page(PAGES / "group_advantage.py", title=t("group.title"), icon="📊", url_path="group-advantage"),
-    st.Page(PAGES / "ratio_clip.py", title=t("clip.title"), icon="✂️", url_path="ratio-clip"),
-    st.Page(PAGES / "kl_divergence.py", title=t("kl.title"), icon="↔️", url_path="kl-divergence"),
-    st.Page(PAGES / "grpo_objective.py", title=t("obj.title"), icon="🧮", url_path="grpo-objective"),
-    st.Page(PAGES / "grpo_variants.py", title=t("var.title"), icon="🧬", url_path="grpo-variants"),
-    st.Page(PAGES / "quiz.py", title=t("quiz.title"), icon="❓", url_path="quiz"),
-]
-typed = {"runs": runs, "Runs": runs, "home": runs, "prompt-history": training[3]}
+# Runs, the default page, is served at / (Streamlit ignores a default page's url_path): /runs is an alias.
+training = dict([
+    page_at("", "runs.py", t("nav.runs"), "🗂️", default=True),
+    page_at("live", "live.py", t("nav.live"), "📈"),
+    page_at("groups", "groups.py", t("nav.groups"), "👥"),
+    page_at("prompt", "prompt_history.py", t("prompt_history.title"), "📜"),
+    page_at("compare", "compare.py", t("nav.compare"), "⚖️"),
+])
+concepts = dict([
+    page_at("ppo-vs-grpo", "ppo_vs_grpo.py", t("ppo.title"), "🏗️"),
+    page_at("group-advantage", "group_advantage.py", t("group.title"), "📊"),
+    page_at("ratio-clip", "ratio_clip.py", t("clip.title"), "✂️"),
+    page_at("kl-divergence", "kl_divergence.py", t("kl.title"), "↔️"),
+    page_at("grpo-objective", "grpo_objective.py", t("obj.title"), "🧮"),
+    page_at("grpo-variants", "grpo_variants.py", t("var.title"), "🧬"),
+    page_at("quiz", "quiz.py", t("quiz.title"), "❓"),
+])
+runs = training[""]
+typed = {"runs": runs, "Runs": runs, "home": runs, "prompt-history": training["prompt"]}
 navigation = st.navigation({
-    t("nav.training"): training + aliases(training + concepts, typed),
-    t("nav.concepts"): concepts,
+    t("nav.training"): [*training.values(), *aliases({**training, **concepts}, typed)],
+    t("nav.concepts"): list(concepts.values()),
 })
 
 access.gate()  # a visitor from another machine needs the token
