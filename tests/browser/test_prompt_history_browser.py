@@ -62,11 +62,14 @@ def test_compare_shows_two_runs_answers_to_one_prompt(server, page, lang):
     expect(tables).to_have_count(2)
     key = page.locator("div.grpo-prompt").first.inner_text().strip()  # the question the runs did most differently on
     text = main_text(page)
+    drawn = {name: read_table(runs / name, "samples") for name in ("alpha", "beta")}
+    drawn = {name: s[s["prompt"].str.strip() == key] for name, s in drawn.items()}
+    # blank step: every run at the latest step all of them reached, each its draw nearest it (earlier on a tie)
+    common = min(int(d["step"].max()) for d in drawn.values())
     for name, table in zip(("alpha", "beta"), tables.all()):
-        samples = read_table(runs / name, "samples")
-        mine = samples[samples["prompt"].str.strip() == key]
-        newest = mine[mine["step"] == mine["step"].max()].sort_values(["advantage", "sample_idx"],
-                                                                      ascending=[False, True])
+        mine = drawn[name]
+        at = min(sorted(set(mine["step"])), key=lambda s: (abs(s - common), s))
+        newest = mine[mine["step"] == at].sort_values(["advantage", "sample_idx"], ascending=[False, True])
         assert re.search(rf"{name} · \D*{newest['step'].iloc[0]}\D", text)  # compare_completions.run_line
         expect(table.locator("tbody tr")).to_have_count(G)
         head = table.locator("thead th").all_inner_texts()
