@@ -58,7 +58,8 @@ def test_measured_kl_is_the_k3_of_its_logged_log_probs(runs):
         # first pass's policy is pi_old (ratio 1), the second's is the last pass's, each counting every token once
         first = k3(t["logp_old"].to_numpy(), t["logp_ref"].to_numpy())
         assert math.isclose(scalars.loc[step, "kl/mean"], (first.mean() + last.mean()) / 2, rel_tol=1e-4, abs_tol=1e-7)
-        per_completion = t.assign(k3=last).groupby(["group", "sample_idx"])["k3"].mean()
+        # each completion's kl_mean counts both passes' tokens, as kl/mean does
+        per_completion = t.assign(k3=(first + last) / 2).groupby(["group", "sample_idx"])["k3"].mean()
         logged = samples[samples["step"] == step].set_index(["group", "sample_idx"])["kl_mean"]
         np.testing.assert_allclose(logged.loc[per_completion.index], per_completion, rtol=1e-4, atol=1e-6)
 
