@@ -123,9 +123,12 @@ def test_a_sweep_config_file_with_a_reward_param_path_outside_is_refused(runs, t
 
 
 def test_a_queue_entry_cannot_carry_a_reward_param_path(runs):
-    plant(runs, "planted", ["--name", "planted", "--reward-params", "human_feedback=/etc/ratings.csv"], sign=True)
+    plant(runs, "planted", ["--name", "planted", "--reward-params", '{"human_feedback": {"path": "/etc/ratings.csv"}}'],
+          sign=True)
+    plant(runs, "garbled", ["--name", "garbled", "--reward-params", "human_feedback=/etc/ratings.csv"], sign=True)
     assert launcher.start_queued(runs) == []
-    assert refused(runs)["planted"].startswith("reward_params: weight of 'human_feedback' must be a number")
+    assert refused(runs)["planted"].startswith("reward_params.human_feedback.path: /etc/ratings.csv is outside")
+    assert refused(runs)["garbled"].startswith("reward_params is not valid JSON")
 
 
 # --- the key folder outside every runs and data folder ---------------------------------------------
