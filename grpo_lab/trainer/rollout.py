@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import torch
 
 from grpo_lab.objective import functions as objective
+from grpo_lab.trainer.chunked_logprobs import chunked_head, head_logprobs, head_skipped
 from grpo_lab.trainer.decode import Sampling, decode_with_logp, position_ids
 from grpo_lab.trainer.models import unwrap
 
@@ -129,13 +130,26 @@ def completion_logits(model, rollout: Rollout) -> torch.Tensor:
 
 
 def token_logprobs(model, rollout: Rollout, temperature: float = 1.0, with_entropy: bool = False,
-                   entropy_grad: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+                   entropy_grad: bool = False, chunk_bytes: float | None = None,
+                   ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """log pi(o_t | q, o_<t) for each completion token (B, T), and optionally its entropy (B, T).
 
     Logits are divided by the sampling temperature, so the ratio compares the distributions the
     tokens were actually drawn from. entropy_grad: the entropy keeps its graph (an entropy bonus
     in the loss); otherwise it is a number, computed without one.
+
+    Float32 logits (B, T, V) larger than chunk_bytes (None: chunked_logprobs.CHUNK_BYTES) are never
+    held whole: the model runs with its LM head passed through, and chunked_logprobs.py takes the
+    last hidden states through the head a chunk of tokens at a time, forward and backward (FSDP and
+    models that change their head's output keep the whole logits; chunked_head says which).
+    chunk_bytes=math.inf: always the whole logits, below.
     """
+    head = chunked_head(model, tokens=rollout.completion_mask.numel(), chunk_bytes=chunk_bytes)
+    if head is not None:
+        with head_skipped(head):
+            hidden = completion_logits(model, rollout)  # (B, T, H): what the head would have multiplied
+        return head_logprobs(hidden, head, rollout.completion_ids, temperature, with_entropy=with_entropy,
+                             entropy_grad=entropy_grad, chunk_bytes=chunk_bytes)
     logits = completion_logits(model, rollout).float() / temperature
     logp_all = torch.log_softmax(logits, dim=-1)
     logp = logp_all.gather(-1, rollout.completion_ids.unsqueeze(-1)).squeeze(-1)
