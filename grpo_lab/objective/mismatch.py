@@ -33,7 +33,9 @@ import math
 
 import torch
 
-MODES = ("none", "token_truncate", "token_mask", "sequence_truncate", "sequence_mask")
+from grpo_lab.objective.options import MISMATCH_MODES
+
+MODES = MISMATCH_MODES
 BAND = (0.9, 1.1)  # a token whose w leaves this band counts in out_frac
 SAFE_LOG = 20.0  # log-ratios are bounded to +-20 before exp (e^20 ~ 5e8), as verl bounds them
 

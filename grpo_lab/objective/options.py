@@ -45,6 +45,9 @@ def group_of(row: int, group_size: int) -> int:
     """
     return row // group_size
 
+# the sampler/trainer mismatch corrections (objective/mismatch.py), TRL's vllm_importance_sampling_mode names
+MISMATCH_MODES = ("none", "token_truncate", "token_mask", "sequence_truncate", "sequence_mask")
+
 
 @dataclass(frozen=True)
 class LossSettings:

@@ -20,11 +20,10 @@ from typing import Any, get_args, get_type_hints
 
 import yaml
 
-from grpo_lab.objective.mismatch import MODES as MISMATCH_MODES
 from grpo_lab.rundir import json_file
 from grpo_lab.rundir.layout import RUNS_DIR_ENV, SOURCES_KEY, default_runs_dir, valid_run_name
 from grpo_lab.objective.options import (DEFAULT_EPSILON, IMPORTANCE_LEVELS, KL_ESTIMATORS, LOSS_AGGREGATIONS,
-                                        STD_MODES, LossSettings, clip_range)
+                                        MISMATCH_MODES, STD_MODES, LossSettings, clip_range)
 
 BUILTIN_MODELS = ("tiny",)
 # Sizes that cannot fit any machine this trainer runs on are refused up front, not after an hour.
