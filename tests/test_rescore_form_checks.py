@@ -15,9 +15,7 @@ from grpo_lab import rescore
 from grpo_lab.dashboard import access
 from grpo_lab.rewards import sandbox
 from grpo_lab.rewards.code_tests import code_tests_reward
-from test_import_runs import write_verl_dump
-
-cli = __import__("importlib").import_module("grpo_lab.rundir.import")
+from test_rescore import verl_run  # noqa: F401 - the imported verl run, a fixture (one per module)
 
 
 def marker_program(folder: Path) -> tuple[Path, Path]:
@@ -27,14 +25,6 @@ def marker_program(folder: Path) -> tuple[Path, Path]:
     program.write_text(f"#!/bin/sh\necho ran >> {marker}\n")
     program.chmod(0o755)
     return program, marker
-
-
-@pytest.fixture(scope="module")
-def verl_run(tmp_path_factory):
-    root = tmp_path_factory.mktemp("rescore-checks")
-    write_verl_dump(root / "dump")
-    assert cli.main([str(root / "dump"), "--name", "verl", "--runs-dir", str(root / "runs")]) == 0
-    return root / "runs" / "verl"
 
 
 @pytest.fixture

@@ -243,9 +243,8 @@ def mismatch_scalars(cfg, batch) -> dict[str, float]:
     sampler = batch.rollout.sampler_logp
     if sampler is None or batch.old_logp is None:
         return {}
-    mode = getattr(cfg, "mismatch_correction", "none")  # PPO: figures only
-    applied = mismatch.weights(batch.old_logp, sampler, batch.mask, mode, getattr(cfg, "mismatch_cap", None),
-                               getattr(cfg, "mismatch_cap_min", 0.0) or None)
+    applied = mismatch.weights(batch.old_logp, sampler, batch.mask, cfg.mismatch_correction,  # PPO: "none"
+                               cfg.mismatch_cap, cfg.mismatch_cap_min or None)
     return {named(f"mismatch/{n}"): v for n, v in mismatch.figures(batch.old_logp, sampler, batch.mask, applied).items()}
 
 
