@@ -2,7 +2,7 @@
 
 GRPO drops the value model but samples G responses per prompt; PPO trains a value model alongside
 the policy and needs only one. Three variants, each a real `python -m grpo_lab.trainer` run per seed,
-launched as one sweep (grpo_lab.sweep: the dashboard's launch queue, GRPO_LAB_MAX_RUNS at once):
+launched as one sweep (grpo_lab.launching.sweep: the dashboard's launch queue, GRPO_LAB_MAX_RUNS at once):
 
     grpo        P prompts x G responses (the default demo)
     ppo         P prompts x G responses: the same samples per step as GRPO
@@ -98,7 +98,7 @@ def main() -> None:
 
 def trainer_flags(extra: list[str]) -> dict:
     """Trainer flags after -- as option values (the trainer's own parser, as grpo-lab-sweep reads them)."""
-    from grpo_lab import sweep
+    from grpo_lab.launching import sweep
     try:
         return sweep.base_values(extra) if extra else {}
     except sweep.SweepError as exc:

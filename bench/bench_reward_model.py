@@ -31,7 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import pandas as pd  # noqa: E402
 
-from grpo_lab.reward_model_training import train_rm  # noqa: E402
+from grpo_lab.finished_runs.reward_model_training import train_rm  # noqa: E402
 from grpo_lab.rundir import labels  # noqa: E402
 from grpo_lab.rundir.layout import RunPaths  # noqa: E402
 from grpo_lab.rundir.query import query  # noqa: E402

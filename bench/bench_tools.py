@@ -4,7 +4,7 @@ Two arms on one base (the built-in model, 3-digit sums, the task's defaults: lr 
 steps, 20 new tokens, correctness on numbers only): `no_tools` and `tools` (--tools calculator).
 Everything else is equal, so with one seed both arms start from the same warm-started weights
 (checkpoints/initial is byte for byte the same); only the tool differs. Every (arm, seed)
-is a real `python -m grpo_lab.trainer` run launched through grpo_lab.sweep (the dashboard's launch
+is a real `python -m grpo_lab.trainer` run launched through grpo_lab.launching.sweep (the dashboard's launch
 queue), so the dashboard's Compare page opens it with ?sweep=tools.
 
 Per arm: n seeds, the final reward (reward/mean of the last step) and the mean reward of the last 5

@@ -1,7 +1,7 @@
 """Benchmark: GRPO variants over seeds, as one sweep, on the built-in demo (or the SmolLM2 recipe).
 
 Each variant is a set of trainer options on a shared base; every (variant, seed) is a real
-`python -m grpo_lab.trainer` run launched through grpo_lab.sweep (the dashboard's launch queue,
+`python -m grpo_lab.trainer` run launched through grpo_lab.launching.sweep (the dashboard's launch queue,
 GRPO_LAB_MAX_RUNS at once), so the dashboard's Compare page opens the same comparison with
 ?sweep=variants (or ?sweep=variants-smollm2). All variants run the same number of steps; dynamic
 sampling pays for the groups it drops with extra sampling rounds, so the table gives the completions

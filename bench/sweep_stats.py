@@ -1,4 +1,4 @@
-"""Benchmarks as sweeps: variants x seeds launched through grpo_lab.sweep, reported with the
+"""Benchmarks as sweeps: variants x seeds launched through grpo_lab.launching.sweep, reported with the
 statistics of grpo_lab/rundir/variants.py (one source: the Compare page shows the same numbers).
 
 A bench names its variants (label -> trainer options on a shared base); every run is a sweep run,
@@ -24,8 +24,8 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from grpo_lab import sweep  # noqa: E402
-from grpo_lab.dashboard.launching import launcher  # noqa: E402
+from grpo_lab.launching import sweep  # noqa: E402
+from grpo_lab.launching import launcher  # noqa: E402
 from grpo_lab.rundir import variants  # noqa: E402
 from grpo_lab.rundir.query import query  # noqa: E402
 from grpo_lab.rundir.status import ACTIVE_STATES  # noqa: E402

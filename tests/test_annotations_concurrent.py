@@ -13,7 +13,7 @@ import pytest
 
 from app_helpers import open_page
 from grpo_lab.dashboard import i18n
-from grpo_lab.dashboard.launching import launcher
+from grpo_lab.launching import launcher
 from grpo_lab.rundir import annotations
 from variants_helpers import write_run
 

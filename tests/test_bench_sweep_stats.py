@@ -16,7 +16,7 @@ sys.path.insert(0, str(BENCH))
 import bench_ppo_vs_grpo  # noqa: E402
 import bench_variants  # noqa: E402
 import sweep_stats  # noqa: E402
-from grpo_lab.sweep import MAX_SWEEP_RUNS, SweepError  # noqa: E402
+from grpo_lab.launching.sweep import MAX_SWEEP_RUNS, SweepError  # noqa: E402
 from grpo_lab.trainer.config import from_dict  # noqa: E402
 
 

@@ -261,7 +261,7 @@ def test_masking_matches_the_objective_function():
 
 @pytest.mark.parametrize("key", list(variants.VARIANTS))
 def test_each_preset_file_is_the_page_variant(key):
-    from grpo_lab.dashboard.launching import presets
+    from grpo_lab.launching import presets
     from grpo_lab.trainer.config import from_dict, read_config_file
 
     path = ROOT / "grpo_lab" / "configs" / variants.PRESET_FILES[key]

@@ -4,7 +4,8 @@ only the data folders and reward modules it is given."""
 import pytest
 
 from grpo_lab.dashboard import access
-from grpo_lab.dashboard.launching import launcher
+from grpo_lab.launching import allowed
+from grpo_lab.launching import launcher
 
 
 @pytest.mark.parametrize("ip, local", [(None, True), ("127.0.0.1", True), ("::1", True), ("127.8.9.1", True),
@@ -25,26 +26,26 @@ def test_paths_outside_the_data_folders_are_refused(tmp_path, monkeypatch):
     private = tmp_path / "home" / "secrets.csv"
     private.parent.mkdir(parents=True)
     private.write_text("prompt,answer\nmy bank pin,1234\n")
-    monkeypatch.delenv(access.DATA_DIRS_ENV, raising=False)
-    refused = access.check_launch({"task": str(private)}, runs)
+    monkeypatch.delenv(allowed.DATA_DIRS_ENV, raising=False)
+    refused = allowed.check_launch({"task": str(private)}, runs)
     assert refused.startswith(f"task: {private} is outside the folders the dashboard may read")
     with pytest.raises(launcher.LaunchError, match="outside the folders"):
         launcher.validate({"task": str(private), "name": "x"}, runs)
-    assert access.check_launch({"model": "../../etc"}, runs).startswith("model: ../../etc is outside")
+    assert allowed.check_launch({"model": "../../etc"}, runs).startswith("model: ../../etc is outside")
     # inside the runs folder, a configured data folder, a built-in name or a hub id: fine
     (runs / "data.jsonl").parent.mkdir(parents=True)
-    assert access.check_launch({"task": str(runs / "data.jsonl"), "model": "tiny"}, runs) is None
-    assert access.check_launch({"model": "HuggingFaceTB/SmolLM2-135M-Instruct", "task": "word_problems"}, runs) is None
-    monkeypatch.setenv(access.DATA_DIRS_ENV, str(private.parent))
-    assert access.check_launch({"task": str(private)}, runs) is None
+    assert allowed.check_launch({"task": str(runs / "data.jsonl"), "model": "tiny"}, runs) is None
+    assert allowed.check_launch({"model": "HuggingFaceTB/SmolLM2-135M-Instruct", "task": "word_problems"}, runs) is None
+    monkeypatch.setenv(allowed.DATA_DIRS_ENV, str(private.parent))
+    assert allowed.check_launch({"task": str(private)}, runs) is None
 
 
 def test_reward_functions_come_only_from_configured_modules(tmp_path, monkeypatch):
-    monkeypatch.delenv(access.REWARD_MODULES_ENV, raising=False)
-    assert access.check_launch({"rewards": "correctness=1,length=0.1"}, tmp_path) is None
-    refused = access.check_launch({"rewards": "os:system=1"}, tmp_path)
+    monkeypatch.delenv(allowed.REWARD_MODULES_ENV, raising=False)
+    assert allowed.check_launch({"rewards": "correctness=1,length=0.1"}, tmp_path) is None
+    refused = allowed.check_launch({"rewards": "os:system=1"}, tmp_path)
     assert refused.startswith("rewards: 'os:system' imports module 'os', which the dashboard does not run")
-    assert access.check_launch({"rewards": {"mylab.rewards:score": 1.0}}, tmp_path) is not None
-    monkeypatch.setenv(access.REWARD_MODULES_ENV, "mylab")
-    assert access.check_launch({"rewards": {"mylab.rewards:score": 1.0}}, tmp_path) is None
-    assert access.check_launch({"rewards": {"mylabx:score": 1.0}}, tmp_path) is not None
+    assert allowed.check_launch({"rewards": {"mylab.rewards:score": 1.0}}, tmp_path) is not None
+    monkeypatch.setenv(allowed.REWARD_MODULES_ENV, "mylab")
+    assert allowed.check_launch({"rewards": {"mylab.rewards:score": 1.0}}, tmp_path) is None
+    assert allowed.check_launch({"rewards": {"mylabx:score": 1.0}}, tmp_path) is not None

@@ -8,8 +8,9 @@ import signal
 import pytest
 
 from app_helpers import open_page
-from grpo_lab.dashboard import access
-from grpo_lab.dashboard.launching import launch_form, launcher
+from grpo_lab.launching import allowed
+from grpo_lab.dashboard import launch_form
+from grpo_lab.launching import launcher
 from grpo_lab.rundir.layout import write_json_atomic
 from grpo_lab.rundir.reader import read_run
 from grpo_lab.rundir.status import read_status
@@ -211,7 +212,7 @@ def test_the_form_starts_a_run_with_tools_or_an_environment_and_checks_their_mod
     next(w for w in form_inputs(at).values() if w.key.endswith("_max_tool_calls")).set_value(2)
     at.button[[b.label for b in at.button].index("Start training")].click().run()
     assert started and started[0]["tools"] == "calculator" and started[0]["max_tool_calls"] == 2
-    refused = access.check_launch({"tools": "evil.mod:fn"}, tmp_path)
+    refused = allowed.check_launch({"tools": "evil.mod:fn"}, tmp_path)
     assert refused and "GRPO_LAB_REWARD_MODULES" in refused
-    refused = access.check_launch({"environment": "evil.mod:Env"}, tmp_path)
+    refused = allowed.check_launch({"environment": "evil.mod:Env"}, tmp_path)
     assert refused and "GRPO_LAB_REWARD_MODULES" in refused

@@ -98,7 +98,7 @@ def test_runs_filters_by_name_and_shows_log_and_error(app):
 
 
 def test_first_visit_with_no_runs_offers_the_demo_in_one_click(tmp_path, monkeypatch):
-    from grpo_lab.dashboard.launching import launcher
+    from grpo_lab.launching import launcher
 
     started = []
     monkeypatch.setenv("GRPO_LAB_RUNS_DIR", str(tmp_path))
@@ -110,7 +110,7 @@ def test_first_visit_with_no_runs_offers_the_demo_in_one_click(tmp_path, monkeyp
 
 
 def test_the_launch_form_validates_before_starting(app, monkeypatch):
-    from grpo_lab.dashboard.launching import launcher
+    from grpo_lab.launching import launcher
 
     monkeypatch.setattr(launcher, "_start", lambda *a: pytest.fail("nothing may start on bad input"))
     at = app("runs")
@@ -124,7 +124,7 @@ def test_the_launch_form_validates_before_starting(app, monkeypatch):
 
 
 def test_a_preset_fills_the_form_and_its_hidden_options_still_apply(app, monkeypatch):
-    from grpo_lab.dashboard.launching import launcher, presets
+    from grpo_lab.launching import launcher, presets
 
     started = []
     monkeypatch.setattr(launcher, "launch", lambda values, runs_dir, processes=1: started.append(values) or ("x", 1))

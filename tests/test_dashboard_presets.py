@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from grpo_lab.dashboard.launching import presets
+from grpo_lab.launching import presets
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -102,7 +102,7 @@ def test_rating_in_chinese(app, runs):
 
 
 def test_rank_a_group_best_first(app, runs):
-    from grpo_lab.preferences import pairs
+    from grpo_lab.finished_runs.preferences import pairs
 
     assert rating.parse_order("3>1>0", 4) == [3, 1, 0] and rating.parse_order("310", 4) == [3, 1, 0]
     for text, message in [("4", "order: sample indices 0..3, best first, got '4'"), ("1 1", "order: each sample once")]:
@@ -133,5 +133,5 @@ def test_an_imported_verl_run_is_rated_the_same_way(app, runs, tmp_path):
     at.text_input(key=key).input("1 0 0 0").run()
     df = labels.read(runs / "verl-run")
     assert len(df) == 4 and df["score"].tolist() == [1.0, 0.0, 0.0, 0.0]
-    from grpo_lab.preferences import rated_completions
+    from grpo_lab.finished_runs.preferences import rated_completions
     assert len(rated_completions(runs / "verl-run")) == 4  # every rating names the logged text

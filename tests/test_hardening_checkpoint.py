@@ -17,7 +17,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from grpo_lab.dashboard.launching import launcher
+from grpo_lab.launching import launcher
 from grpo_lab.trainer import checkpoint
 from grpo_lab.trainer.config import ConfigError
 from trainer_helpers import ROOT, run_trainer, wait_until
@@ -124,7 +124,7 @@ def env(root: Path) -> dict:
 
 
 def sweep_argv(runs: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "grpo_lab.sweep", "--name", SWEEP, "--seeds", "1", "--runs-dir", str(runs),
+    return [sys.executable, "-m", "grpo_lab.launching.sweep", "--name", SWEEP, "--seeds", "1", "--runs-dir", str(runs),
             "--wait", "--poll", "0.5", "--max-steps", "4", "--checkpoint-every", "2", "--prompts-per-step", "4",
             "--group-size", "4", "--sft-steps", "5", "--flush-seconds", "0", *extra]
 

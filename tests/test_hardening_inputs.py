@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from grpo_lab.dashboard.launching import launcher
+from grpo_lab.launching import launcher
 from grpo_lab.rundir import annotations, json_file, reader
 from grpo_lab.rundir.layout import write_json_atomic
 from test_hardening_queue import plant, refused, runs  # noqa: F401 (runs: a fixture; a runs folder, its key outside, no process)
@@ -111,7 +111,7 @@ def test_a_resume_refuses_a_reward_param_path_planted_in_config_json(runs, param
 
 
 def test_a_sweep_config_file_with_a_reward_param_path_outside_is_refused(runs, tmp_path, capsys):
-    from grpo_lab import sweep
+    from grpo_lab.launching import sweep
 
     config = tmp_path / "base.json"
     config.write_text(json.dumps({"rewards": {"human_feedback": 1.0},
@@ -136,7 +136,7 @@ def test_a_queue_entry_cannot_carry_a_reward_param_path(runs):
 
 @pytest.mark.parametrize("inside", ["runs", "data"])
 def test_a_key_folder_inside_a_runs_or_data_folder_is_refused_at_start_in_one_line(tmp_path, monkeypatch, capsys, inside):
-    from grpo_lab import sweep
+    from grpo_lab.launching import sweep
     from grpo_lab.dashboard import serve
 
     runs, data = tmp_path / "runs", tmp_path / "data"

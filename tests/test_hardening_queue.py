@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from grpo_lab.dashboard.launching import launcher
+from grpo_lab.launching import launcher
 from grpo_lab.rundir.layout import write_json_atomic
 from grpo_lab.trainer.config import from_dict
 

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from app_helpers import open_page
-from grpo_lab.dashboard.launching import identity, launcher
+from grpo_lab.launching import identity, launcher
 from grpo_lab.rundir import query, reader
 from grpo_lab.rundir.layout import part_name, write_json_atomic
 from shared_runs import copy_run, grpo_run  # noqa: F401 (a fixture: pytest finds it by name)

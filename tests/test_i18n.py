@@ -14,7 +14,8 @@ from streamlit.testing.v1 import AppTest
 
 from app_helpers import APP, live_open, open_page
 from grpo_lab.dashboard import i18n
-from grpo_lab.dashboard.launching import launch_form, launcher
+from grpo_lab.dashboard import launch_form
+from grpo_lab.launching import launcher
 from grpo_lab.rundir.layout import RunPaths, write_json_atomic
 from grpo_lab.rundir.writer import TableWriter
 from shared_runs import copy_run, grpo_run, ppo_run  # noqa: F401 (fixtures: pytest finds them by name)

@@ -15,7 +15,7 @@ import torch
 from safetensors.torch import load_file
 
 from app_helpers import open_page
-from grpo_lab.dashboard.launching import launcher
+from grpo_lab.launching import launcher
 from grpo_lab.trainer.config import from_dict, load_config
 from grpo_lab.trainer.run import prepare, release, train
 from trainer_helpers import read_table

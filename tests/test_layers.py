@@ -1,6 +1,6 @@
 """The package's layers, lowest first: each imports only from layers below it (or its own), so the folders
 show the data flow: the objective's math, the run directory, rewards and tools, the trainer, the commands
-that work on runs, the dashboard. Read from every module's import statements (function-level ones too)."""
+that work on finished runs, starting and queueing runs, the dashboard. Read from every module's import statements (function-level ones too)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ LAYERS = {
     "rundir": 1,
     "rewards": 2, "tools": 2,
     "trainer": 3,
-    "rescore": 4, "preferences": 4, "reward_model_training": 4, "sweep_grid": 4,
-    "dashboard": 5,
-    "sweep": 6,  # the sweep command queues through the dashboard's launch queue
+    "finished_runs": 4,
+    "launching": 5,
+    "dashboard": 6,
 }
 
 
@@ -65,3 +65,17 @@ def test_the_check_sees_an_upward_import(tmp_path):
     module.write_text("def f():\n    from grpo_lab.trainer.config import Config\n")
     assert imports(module) == ["grpo_lab.trainer.config"]
     assert LAYERS[layer_of("grpo_lab.trainer.config")] > LAYERS["tools"]
+
+
+def test_the_readme_layout_names_every_folder_in_layer_order():
+    """The README's tree is the map a newcomer reads: every package folder and command module is on it,
+    listed lowest layer first, as the layer check above holds them."""
+    readme = (PACKAGE.parent / "README.md").read_text()
+    tree = readme[readme.index("grpo_lab/            the package"):]
+    tree = tree[:tree.index("```")]
+    listed = [line.split()[0].rstrip("/") for line in tree.splitlines()[1:]
+              if line.startswith("  ") and not line.startswith("   ") and line.split()]
+    packages = sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists())
+    assert sorted(set(listed) & set(LAYERS)) == packages, f"README tree lists {listed}"
+    ranks = [LAYERS[name] for name in listed if name in LAYERS]
+    assert ranks == sorted(ranks), f"README tree out of layer order: {listed}"

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from grpo_lab import rescore
+from grpo_lab.finished_runs import rescore
 from grpo_lab.dashboard import i18n
 from grpo_lab.rundir import rescores
 from test_import_runs import write_verl_dump

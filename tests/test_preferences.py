@@ -1,4 +1,4 @@
-"""Ratings as preference pairs, TRL's preference JSONL out and in (grpo_lab/preferences.py)."""
+"""Ratings as preference pairs, TRL's preference JSONL out and in (grpo_lab/finished_runs/preferences.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from grpo_lab import preferences
+from grpo_lab.finished_runs import preferences
 from grpo_lab.rundir import labels
 from labels_helpers import fake_run
 
@@ -52,7 +52,7 @@ def test_export_then_import_round_trip(run, tmp_path):
     for sample, score in enumerate([1, 0, 0]):
         labels.add(run, step=1, group=0, sample=sample, score=score, labeler="ann")
     out = tmp_path / "prefs.jsonl"
-    cli = [sys.executable, "-m", "grpo_lab.preferences"]
+    cli = [sys.executable, "-m", "grpo_lab.finished_runs.preferences"]
     done = subprocess.run([*cli, "export", str(run), "--out", str(out)], capture_output=True, text=True)
     assert done.returncode == 0 and "wrote 2 preference pairs" in done.stdout, done.stderr
     rows = [json.loads(line) for line in out.read_text().splitlines()]

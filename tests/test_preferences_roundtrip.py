@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from grpo_lab import preferences
+from grpo_lab.finished_runs import preferences
 from grpo_lab.rundir import labels
 from grpo_lab.rundir.chat import chat_turns
 from grpo_lab.trainer.tiny import build_tokenizer

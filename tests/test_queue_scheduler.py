@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from grpo_lab.dashboard.launching import launcher, scheduler
+from grpo_lab.launching import launcher, scheduler
 from grpo_lab.rundir.reader import read_run
 from trainer_helpers import ROOT, wait_until
 
@@ -64,7 +64,7 @@ def test_one_scheduler_per_runs_folder_the_second_waits_for_the_lock(tmp_path, m
     launcher.launch({**QUICK, "name": "next", "max_steps": 2}, runs)  # ...so this one is queued
     other = scheduler.try_lock(runs)  # another dashboard's scheduler holds the lock
     assert other is not None and scheduler.try_lock(runs) is None
-    mine = subprocess.Popen([sys.executable, "-m", "grpo_lab.dashboard.launching.scheduler", "--runs-dir", str(runs),
+    mine = subprocess.Popen([sys.executable, "-m", "grpo_lab.launching.scheduler", "--runs-dir", str(runs),
                              "--parent", str(os.getpid())], cwd=ROOT, env=_env(runs, keys))
     try:
         wait_until(lambda: read_run(runs, "held").state == "running", timeout=120, what="the first run to train")
@@ -122,7 +122,7 @@ def test_queue_here_checks_the_entry_as_the_launch_form_and_signs_it_with_this_k
     before = path.read_bytes()
     monkeypatch.setenv(launcher.KEY_DIR_ENV, str(b))
     with pytest.raises(launcher.LaunchError, match="rewards: 'pty:spawn' imports module 'pty'"):
-        launcher.queue_here(runs, "odd")  # the form's check (access.check_launch), never the entry's word
+        launcher.queue_here(runs, "odd")  # the form's check (allowed.check_launch), never the entry's word
     assert path.read_bytes() == before  # refused here: left as it was
     launcher.queue_here(runs, "mine")
     mine = {p.name: p for p in launcher.pending(runs)}["mine"]

@@ -13,7 +13,7 @@ import pytest
 from app_helpers import texts
 from grpo_lab import rewards
 from grpo_lab.dashboard.views import rating
-from grpo_lab.preferences import pairs
+from grpo_lab.finished_runs.preferences import pairs
 from grpo_lab.rewards import context
 from grpo_lab.rundir import labels
 from grpo_lab.rundir.status import StatusFile, read_status

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 import torch
 
-from grpo_lab import rescore
+from grpo_lab.finished_runs import rescore
 from grpo_lab.rundir import rescores
 from grpo_lab.objective.functions import group_advantages
 from test_import_runs import write_verl_dump

@@ -1,4 +1,4 @@
-"""The Groups page's rescore form goes through the launch form's check (access.check_launch) over the
+"""The Groups page's rescore form goes through the launch form's check (allowed.check_launch) over the
 rewards and every parameter they are built with, and the sandbox starts no interpreter that check
 refuses. Each payload names a program that leaves a marker file when it runs: the marker must never
 appear, and nothing is written under the run's rescores/."""
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from grpo_lab import rescore
-from grpo_lab.dashboard import access
+from grpo_lab.finished_runs import rescore
+from grpo_lab.launching import allowed
 from grpo_lab.rewards import sandbox
 from grpo_lab.rewards.code_tests import code_tests_reward
 from test_rescore import verl_run  # noqa: F401 - the imported verl run, a fixture (one per module)
@@ -62,7 +62,7 @@ def test_the_launch_check_refuses_each_payload_with_one_line(verl_run, tmp_path_
     in_runs, _ = marker_program(verl_run.parent / "planted")
     params = payloads(outside, in_runs, tmp_path_factory.mktemp("ratings") / "r.jsonl")[case]
     request = rescore.parse_request(",".join(params), params=params, name="x")
-    refused = access.check_launch(request.launch_values(), verl_run.parent)
+    refused = allowed.check_launch(request.launch_values(), verl_run.parent)
     assert refused is not None and SAYS[case] in refused and "\n" not in refused
 
 
@@ -71,7 +71,7 @@ def test_the_run_s_own_parameters_are_checked_too(verl_run, tmp_path_factory):
     outside, _ = marker_program(tmp_path_factory.mktemp("elsewhere"))
     own = {"rewards": {"code_tests": 1.0}, "reward_params": {"code_tests": {"python": str(outside)}}}
     request = rescore.parse_request("code_tests", run_config=own, name="x")
-    assert "reward_params.code_tests.python" in access.check_launch(request.launch_values(), verl_run.parent)
+    assert "reward_params.code_tests.python" in allowed.check_launch(request.launch_values(), verl_run.parent)
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -98,7 +98,7 @@ def test_the_groups_form_refuses_each_payload_and_starts_nothing(verl_run, tmp_p
 
 def test_the_sandbox_starts_no_interpreter_the_installed_check_refuses(tmp_path, no_program_check):
     program, marker = marker_program(tmp_path / "bin")
-    sandbox.set_program_check(lambda python: access.check_program(python, tmp_path / "runs"))
+    sandbox.set_program_check(lambda python: allowed.check_program(python, tmp_path / "runs"))
     with pytest.raises(ValueError, match="sandbox: reward_params.code_tests.python"):
         code_tests_reward(python=str(program))
     with pytest.raises(ValueError, match="sandbox: reward_params.code_tests.python"):

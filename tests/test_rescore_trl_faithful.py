@@ -18,7 +18,7 @@ import pytest
 import torch
 from trl.trainer.utils import nanstd
 
-from grpo_lab import rescore
+from grpo_lab.finished_runs import rescore
 from grpo_lab.objective.functions import group_advantages
 from grpo_lab.rundir.importers import samples as sample_columns
 from grpo_lab.rundir.trl import RunDirCallback

@@ -9,11 +9,11 @@ import sys
 import pytest
 
 from grpo_lab import rewards
-from grpo_lab.preferences import pairs, split_by_prompt
+from grpo_lab.finished_runs.preferences import pairs, split_by_prompt
 from grpo_lab.rundir import labels
 from labels_helpers import fake_run
 
-CLI = [sys.executable, "-m", "grpo_lab.reward_model_training"]
+CLI = [sys.executable, "-m", "grpo_lab.finished_runs.reward_model_training"]
 
 
 @pytest.fixture(scope="module")

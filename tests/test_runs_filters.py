@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 
 from app_helpers import open_page, rerun, texts
-from grpo_lab.dashboard.launching import housekeeping, launcher
-from grpo_lab.dashboard.launching.housekeeping import HousekeepingError
+from grpo_lab.launching import housekeeping, launcher
+from grpo_lab.launching.housekeeping import HousekeepingError
 from grpo_lab.dashboard.views import runs_filters, sweeps_view
 from grpo_lab.dashboard.views.runs_filters import Filters
 from grpo_lab.rundir import annotations

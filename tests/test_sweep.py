@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from grpo_lab import sweep
-from grpo_lab.dashboard.launching import launcher
+from grpo_lab.launching import sweep
+from grpo_lab.launching import launcher
 from grpo_lab.rundir.reader import check_name
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -143,7 +143,7 @@ def test_a_sweep_waits_for_its_runs_and_each_config_says_sweep_variant_and_seed(
     then --resume restarts the one run made unfinished, and leaves the finished one alone."""
     runs = tmp_path / "runs"
     env = {**os.environ, "PYTHONPATH": str(ROOT), launcher.MAX_RUNS_ENV: "1", launcher.KEY_DIR_ENV: str(tmp_path / "k")}
-    argv = [sys.executable, "-m", "grpo_lab.sweep", "--name", "w", "--seeds", "1", "--grid", "beta=0,0.04",
+    argv = [sys.executable, "-m", "grpo_lab.launching.sweep", "--name", "w", "--seeds", "1", "--grid", "beta=0,0.04",
             "--runs-dir", str(runs), "--wait", "--poll", "0.5", "--max-steps", "2", "--prompts-per-step", "4",
             "--group-size", "4", "--sft-steps", "5", "--flush-seconds", "0"]
     result = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=400)
@@ -170,7 +170,7 @@ def test_wait_names_the_runs_that_failed(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "GRPO_LAB_REWARD_MODULES": "no_such_module",
            launcher.KEY_DIR_ENV: str(tmp_path / "k")}
     result = subprocess.run(
-        [sys.executable, "-m", "grpo_lab.sweep", "--name", "f", "--runs-dir", str(runs), "--wait", "--poll", "0.5",
+        [sys.executable, "-m", "grpo_lab.launching.sweep", "--name", "f", "--runs-dir", str(runs), "--wait", "--poll", "0.5",
          "--max-steps", "2", "--rewards", "no_such_module:f"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 1, result.stdout + result.stderr[-2000:]

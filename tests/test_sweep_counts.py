@@ -12,7 +12,7 @@ import pytest
 
 from app_helpers import open_page
 from grpo_lab.dashboard import i18n
-from grpo_lab.dashboard.launching import launcher
+from grpo_lab.launching import launcher
 from grpo_lab.dashboard.views import sweeps_view
 from grpo_lab.rundir.reader import list_runs
 from grpo_lab.rundir.status import STATES

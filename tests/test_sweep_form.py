@@ -1,4 +1,4 @@
-"""The launch form's Seeds and Sweep over: one submit queues a sweep (grpo_lab/sweep.py), in English
+"""The launch form's Seeds and Sweep over: one submit queues a sweep (grpo_lab/launching/sweep.py), in English
 and Chinese; a bad grid is refused with the sweep's one line and nothing is queued. No trainer
 starts: the one slot (GRPO_LAB_MAX_RUNS=1) is taken by a run 'training' in this very process."""
 
@@ -11,7 +11,7 @@ import pytest
 
 from app_helpers import texts
 from grpo_lab.dashboard import i18n
-from grpo_lab.dashboard.launching import launcher
+from grpo_lab.launching import launcher
 
 
 @pytest.fixture
@@ -71,7 +71,7 @@ def _finished(runs, name: str, sweep: str, variant: str, seed: int) -> None:
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_the_runs_page_shows_a_sweep_as_one_row_with_its_progress(app, runs, lang):
-    from grpo_lab import sweep
+    from grpo_lab.launching import sweep
 
     for seed in (0, 1):
         _finished(runs, f"s-beta_0-s{seed}", "s", "beta=0", seed)
@@ -85,7 +85,7 @@ def test_the_runs_page_shows_a_sweep_as_one_row_with_its_progress(app, runs, lan
 
 
 def test_sweep_progress_counts_each_variants_seeds(runs):
-    from grpo_lab import sweep
+    from grpo_lab.launching import sweep
     from grpo_lab.dashboard.views import sweeps_view
     from grpo_lab.rundir.reader import list_runs
 

@@ -158,11 +158,11 @@ def test_python_tool_runs_in_the_sandbox_and_its_failures_are_texts():
 
 
 def test_the_dashboard_runs_no_tool_module_it_was_not_told_to(tmp_path, monkeypatch):
-    from grpo_lab.dashboard import access
+    from grpo_lab.launching import allowed
 
-    monkeypatch.delenv(access.REWARD_MODULES_ENV, raising=False)
-    assert access.check_launch({"tools": "calculator"}, tmp_path) is None
-    assert access.check_launch({"tools": "calculator,os:system"}, tmp_path).startswith("tools: 'os:system' imports")
-    assert access.check_launch({"environment": "my_env:Env"}, tmp_path).startswith("environment: 'my_env:Env'")
-    monkeypatch.setenv(access.REWARD_MODULES_ENV, "my_env")
-    assert access.check_launch({"environment": "my_env:Env"}, tmp_path) is None
+    monkeypatch.delenv(allowed.REWARD_MODULES_ENV, raising=False)
+    assert allowed.check_launch({"tools": "calculator"}, tmp_path) is None
+    assert allowed.check_launch({"tools": "calculator,os:system"}, tmp_path).startswith("tools: 'os:system' imports")
+    assert allowed.check_launch({"environment": "my_env:Env"}, tmp_path).startswith("environment: 'my_env:Env'")
+    monkeypatch.setenv(allowed.REWARD_MODULES_ENV, "my_env")
+    assert allowed.check_launch({"environment": "my_env:Env"}, tmp_path) is None

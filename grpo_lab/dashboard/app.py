@@ -15,6 +15,7 @@ if str(ROOT) not in sys.path:
 import streamlit as st  # noqa: E402
 
 from grpo_lab.dashboard import access, i18n  # noqa: E402
+from grpo_lab.launching import allowed  # noqa: E402
 from grpo_lab.dashboard.i18n import t  # noqa: E402
 from grpo_lab.dashboard.reading import data  # noqa: E402
 from grpo_lab.rewards import sandbox  # noqa: E402
@@ -73,7 +74,7 @@ navigation = st.navigation({
 
 access.gate()  # a visitor from another machine needs the token
 # rewards built in this process (the rescore form) start no interpreter the launch form would refuse
-sandbox.set_program_check(lambda python: access.check_program(python, data.runs_dir()))
+sandbox.set_program_check(lambda python: allowed.check_program(python, data.runs_dir()))
 
 # --- sidebar: the language switch (every page follows it) --------------------------------------
 with st.sidebar:

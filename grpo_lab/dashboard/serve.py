@@ -22,7 +22,7 @@ import os
 import sys
 from pathlib import Path
 
-from grpo_lab.dashboard.launching.identity import option  # `--flag V` or `--flag=V`, the last one wins
+from grpo_lab.launching.identity import option  # `--flag V` or `--flag=V`, the last one wins
 
 APP = Path(__file__).with_name("app.py")
 SETTINGS = ("--server.address", "localhost", "--server.headless", "true", "--browser.gatherUsageStats", "false")
@@ -53,8 +53,8 @@ def command(argv: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from grpo_lab.dashboard.launching import scheduler
-    from grpo_lab.dashboard.launching.keys import KeyDirError, check_key_dir
+    from grpo_lab.launching import scheduler
+    from grpo_lab.launching.keys import KeyDirError, check_key_dir
     from grpo_lab.rundir.layout import default_runs_dir
 
     runs_dir = Path(default_runs_dir())

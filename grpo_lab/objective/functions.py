@@ -61,7 +61,7 @@ def group_advantages(rewards: torch.Tensor, std_mode: str = "group", *, epsilon:
     tensor([[ 1.5500, -0.5200, -0.5200, -0.5200],
             [ 0.0000,  0.0000,  0.0000,  0.0000]])
 
-    Other trainers' rules are options, so a run is recomputed with its own (grpo_lab/rescore.py reads
+    Other trainers' rules are options, so a run is recomputed with its own (grpo_lab/finished_runs/rescore.py reads
     them from config.json). `epsilon` > 0 divides by std + epsilon instead of std, as TRL does
     (1e-4, config.json `advantage_epsilon`): no group is then set to 0 for a small spread, only
     groups with fewer than 2 scores (TRL's std is NaN there, its advantage 0); a group of equal

@@ -1,4 +1,4 @@
-"""RUN/rescores/<name>/: a run's completions scored again with other rewards (grpo_lab/rescore.py writes it).
+"""RUN/rescores/<name>/: a run's completions scored again with other rewards (grpo_lab/finished_runs/rescore.py writes it).
 
 The folder's layout, its atomic write and its readers (the Groups page); docs/run-directory.md,
 "rescores/", is the contract. Everything read here is input: opened only as a regular file inside

@@ -75,7 +75,7 @@ def stop_server(proc: subprocess.Popen, timeout: float = 30) -> None:
 def stop_trainers(runs: Path, *names: str) -> None:
     """End the trainers the tests launched through the dashboard (their pids are on record): those of
     `names`, or every one. A launched run left going would take a core from every test after it."""
-    from grpo_lab.dashboard.launching import launcher
+    from grpo_lab.launching import launcher
     from grpo_lab.rundir.layout import read_json
 
     for record in (runs / launcher.LAUNCH_DIR).glob("*.json"):

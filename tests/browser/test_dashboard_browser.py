@@ -105,7 +105,7 @@ def test_compare_two_runs(server, page):
 
 
 def test_stop_a_running_run(server, page):
-    from grpo_lab.dashboard.launching import launcher
+    from grpo_lab.launching import launcher
 
     url, runs = server
     name, _ = launcher.launch({"name": "e2e-stop", "max_steps": 5000, "group_size": 2, "prompts_per_step": 2,

@@ -21,7 +21,7 @@ from pathlib import Path
 from playwright.sync_api import expect
 
 from browser_helpers import ROOT, Traffic, free_port, main_text, stop_server, submit, wait_idle, wait_until_healthy
-from grpo_lab.dashboard.launching import launcher
+from grpo_lab.launching import launcher
 from grpo_lab.rundir.layout import read_json
 from grpo_lab.rundir.reader import read_run
 from trainer_helpers import wait_until
@@ -52,7 +52,7 @@ def schedulers(runs: Path) -> list[int]:
             args = (proc / "cmdline").read_bytes().split(b"\0") if proc.name.isdigit() else []
         except OSError:  # ended meanwhile
             continue
-        if b"grpo_lab.dashboard.launching.scheduler" in args and str(runs.resolve()).encode() in args:
+        if b"grpo_lab.launching.scheduler" in args and str(runs.resolve()).encode() in args:
             pids.append(int(proc.name))
     return pids
 

@@ -16,7 +16,7 @@ from playwright.sync_api import expect
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from test_import_runs import write_verl_dump  # noqa: E402
 
-from grpo_lab import rescore  # noqa: E402
+from grpo_lab.finished_runs import rescore  # noqa: E402
 from grpo_lab.rundir import rescores  # noqa: E402
 
 pytestmark = pytest.mark.browser

@@ -13,7 +13,7 @@ import pytest
 from playwright.sync_api import expect
 
 from browser_helpers import assert_page_whole, choose, streamlit_server, wait_idle, wait_until_healthy
-from grpo_lab.dashboard.launching import launcher
+from grpo_lab.launching import launcher
 from variants_helpers import write_run
 
 WAIT = 30_000  # ms: a rerun on a loaded machine can take longer than expect's default 5 s

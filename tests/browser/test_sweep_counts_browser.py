@@ -20,7 +20,7 @@ import pytest
 from playwright.sync_api import expect
 
 from browser_helpers import assert_page_whole, locale, streamlit_server, to_chinese, wait_idle, wait_until_healthy
-from grpo_lab.dashboard.launching import launcher
+from grpo_lab.launching import launcher
 from test_sweep_counts import DIED, EXPECTED, LAUNCHING, _state
 from trainer_helpers import wait_until
 from variants_helpers import write_run

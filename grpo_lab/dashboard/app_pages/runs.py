@@ -6,7 +6,8 @@ from __future__ import annotations
 import streamlit as st
 
 from grpo_lab.dashboard import ui
-from grpo_lab.dashboard.launching import launch_form, launcher
+from grpo_lab.dashboard import launch_form
+from grpo_lab.launching import launcher
 from grpo_lab.dashboard.reading import data
 from grpo_lab.dashboard.views import runs_view
 from grpo_lab.dashboard.i18n import t

@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from grpo_lab.dashboard import ui
-from grpo_lab.dashboard.launching import launcher
+from grpo_lab.launching import launcher
 from grpo_lab.dashboard.reading import data
 from grpo_lab.dashboard.views import annotations_view, charts, compare_completions_view, series
 from grpo_lab.dashboard.i18n import t

@@ -167,7 +167,7 @@ def show_group(info: RunInfo, target: Target) -> None:
                     key=f"long_{run}_{step}_{number}")  # texts drawn cut for their length, whole on request
     turns_view.show(group, markers)  # runs with tools: each rollout's tool calls and results, set apart
     rating.show(info, target, group)  # a person's scores for these completions (rundir/labels.py)
-    rescore_view.render(info, target, group)  # another reward's scores and advantages beside the run's (grpo_lab/rescore.py)
+    rescore_view.render(info, target, group)  # another reward's scores and advantages beside the run's (grpo_lab/finished_runs/rescore.py)
     if "rewards/correctness" in group and "answer" in group and group["answer"].notna().any():
         show_verdicts(group, (cfg.get("reward_params") or {}).get("correctness") or {})
     show_computation(group, worked, std_mode, ppo=settings.algo == "ppo")

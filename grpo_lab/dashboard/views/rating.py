@@ -281,7 +281,7 @@ def show(info: RunInfo, target: tuple[int, int], group: pd.DataFrame) -> None:
 
 def summary(info: RunInfo) -> None:
     """Ratings of the whole run: per labeler, and how often two labelers order a pair alike."""
-    from grpo_lab.preferences import agreement  # noqa: PLC0415
+    from grpo_lab.finished_runs.preferences import agreement  # noqa: PLC0415
 
     df, skipped = labels.read_checked(info.path)
     if df.empty and not skipped:

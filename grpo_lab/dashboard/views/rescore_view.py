@@ -1,11 +1,11 @@
-"""Groups page: a rescore (grpo_lab/rescore.py) beside the run's own rewards and advantages, and a form to start one.
+"""Groups page: a rescore (grpo_lab/finished_runs/rescore.py) beside the run's own rewards and advantages, and a form to start one.
 
 A rescore scores the completions a run already has with other rewards or weights; its folder,
 RUN/rescores/<name>/, holds the new rewards and the advantages they give. Here the shown group's
 completions get both side by side, a changed reward and a flipped advantage marked, and the rescore's
 summary above. The form takes registered rewards, and `module:function` ones from the modules
 GRPO_LAB_REWARD_MODULES allows, and parameters whose paths pass the launch form's rule (one function,
-access.check_launch, over the rewards and all their parameters); it scores in this process under a
+allowed.check_launch, over the rewards and all their parameters); it scores in this process under a
 spinner (the same code as `grpo-lab-rescore`).
 """
 
@@ -17,8 +17,9 @@ import math
 import pandas as pd
 import streamlit as st
 
-from grpo_lab import rescore, rewards
-from grpo_lab.dashboard import access
+from grpo_lab import rewards
+from grpo_lab.finished_runs import rescore
+from grpo_lab.launching import allowed
 from grpo_lab.dashboard.i18n import t
 from grpo_lab.dashboard.reading import data
 from grpo_lab.dashboard.views import markup
@@ -109,7 +110,7 @@ def form(info: RunInfo) -> None:
     default = ",".join(f"{k}={v:g}" for k, v in own.items()) if isinstance(own, dict) else "correctness"
     with st.expander(t("rescore.new")):
         st.caption(t("rescore.allowed", names=", ".join(rewards.available()),
-                     env=access.REWARD_MODULES_ENV))
+                     env=allowed.REWARD_MODULES_ENV))
         with st.form("rescore_form"):
             spec = st.text_input(t("rescore.rewards"), value=default, key="rescore_spec")
             params = st.text_input(t("rescore.params"), key="rescore_params", placeholder='{"length": {"max_len": 8}}')
@@ -129,7 +130,7 @@ def start(info: RunInfo, spec: str, params: str, name: str, force: bool) -> None
         return
     # the launch form's check over everything the rewards are built with: a path in reward_params
     # (an interpreter, a ratings file) is the launch form's question, not only the reward names
-    refused = access.check_launch(request.launch_values(), data.runs_dir())
+    refused = allowed.check_launch(request.launch_values(), data.runs_dir())
     if refused:
         st.error(markup.md(refused))
         return

@@ -1,4 +1,4 @@
-"""The Runs page's archive and trash (dashboard/launching/housekeeping.py moves the folders).
+"""The Runs page's archive and trash (launching/housekeeping.py moves the folders).
 
 Every change is a button callback that runs before the script (as runs_view.act), so a click is
 never lost to the page's auto-refresh; its outcome is one message line for the next run.
@@ -11,7 +11,7 @@ import streamlit as st
 
 from grpo_lab.dashboard import ui
 from grpo_lab.dashboard.i18n import t
-from grpo_lab.dashboard.launching import housekeeping
+from grpo_lab.launching import housekeeping
 from grpo_lab.dashboard.reading import data
 from grpo_lab.dashboard.views import annotations_view, markup
 from grpo_lab.rundir import annotations

@@ -12,7 +12,8 @@ import pandas as pd
 import streamlit as st
 
 from grpo_lab.dashboard import ui
-from grpo_lab.dashboard.launching import housekeeping, launch_form, launcher
+from grpo_lab.dashboard import launch_form
+from grpo_lab.launching import housekeeping, launcher
 from grpo_lab.dashboard.reading import data
 from grpo_lab.dashboard.views import annotations_view, markup, runs_filters, runs_manage_view, sweeps_view
 from grpo_lab.dashboard.i18n import per_language, t

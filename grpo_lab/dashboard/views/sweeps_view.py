@@ -3,7 +3,7 @@ its seeds are in each state, and a link to Compare its variants.
 
 A run's sweep and variant come from its config.json; a launch that has no run folder yet (queued,
 or its trainer still starting) has none, so they come from its launch record's command line
-(`--sweep`, `--variant`, as grpo_lab/sweep.py queues them: launcher.planned, which also reads the
+(`--sweep`, `--variant`, as grpo_lab/launching/sweep.py queues them: launcher.planned, which also reads the
 steps it plans). Both are text from disk, shown escaped.
 
 Every count here (the row, the table, Compare's line for a sweep) is `count_states` over `members`:
@@ -21,7 +21,7 @@ import streamlit as st
 
 from grpo_lab.dashboard import ui
 from grpo_lab.dashboard.i18n import t
-from grpo_lab.dashboard.launching import launcher
+from grpo_lab.launching import launcher
 from grpo_lab.dashboard.views import markup
 from grpo_lab.rundir.status import STATES
 

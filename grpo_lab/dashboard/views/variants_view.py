@@ -14,7 +14,7 @@ import streamlit as st
 
 from grpo_lab.dashboard import ui
 from grpo_lab.dashboard.i18n import per_language, t
-from grpo_lab.dashboard.launching import launcher
+from grpo_lab.launching import launcher
 from grpo_lab.dashboard.reading import data, variants_data
 from grpo_lab.dashboard.views import markup, metrics, sweeps_view
 from grpo_lab.dashboard.views.charts import AUTOSIZE, Spec, _q

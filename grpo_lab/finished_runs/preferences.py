@@ -15,7 +15,7 @@ an explicit prompt or an implicit one (rows of only chosen / rejected: the promp
 longest common start, as TRL's `extract_prompt` reads it).
 
 `grpo-lab-labels export RUN_DIR OUT.jsonl` and `grpo-lab-labels import RUN_DIR IN.jsonl --labeler
-NAME` (also `python -m grpo_lab.preferences`).
+NAME` (also `python -m grpo_lab.finished_runs.preferences`).
 """
 
 from __future__ import annotations

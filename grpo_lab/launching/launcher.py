@@ -33,9 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from grpo_lab import project_dir
-from grpo_lab.dashboard import access
-from grpo_lab.dashboard.launching.identity import cmdline, of_this_folder, option, runs_trainer_of
-from grpo_lab.dashboard.launching.keys import (KEY_DIR_ENV, MAX_ENTRY_AGE_S, NONCE_ENV, KeyDirError,  # noqa: F401
+from grpo_lab.launching import allowed
+from grpo_lab.launching.identity import cmdline, of_this_folder, option, runs_trainer_of
+from grpo_lab.launching.keys import (KEY_DIR_ENV, MAX_ENTRY_AGE_S, NONCE_ENV, KeyDirError,  # noqa: F401
                                                check_key_dir, entry_id, entry_signed, entry_signer, entry_used,
                                                key_dir, key_id, mark_used, queue_key, run_nonce, sign_entry)
 from grpo_lab.rundir import runs_index, sweep_manifest
@@ -129,20 +129,20 @@ def check_processes(processes: Any) -> int:
 
 def checked_config(values: dict[str, Any], runs_dir: Path, processes: int = 1):
     """The checks every start goes through (form, queue, resume): data folders and reward modules
-    (access.check_launch), the trainer's own validation and bounds (from_dict), registered reward
+    (allowed.check_launch), the trainer's own validation and bounds (from_dict), registered reward
     names, the process count. Returns the trainer's Config; raises LaunchError with one line."""
     from grpo_lab.trainer.config import ConfigError, from_dict
 
     check_processes(processes)
-    if (refused := access.check_launch(values, runs_dir)) is not None:
+    if (refused := allowed.check_launch(values, runs_dir)) is not None:
         raise LaunchError(refused)
     try:
         cfg = from_dict({**values, "runs_dir": str(runs_dir)}, world=processes)
     except ConfigError as exc:
         raise LaunchError(str(exc)) from None
     # and the paths as the trainer will use them: reward_params given as text, or merged with a task's defaults
-    final = {option: getattr(cfg, option) for option in (*access.PATH_OPTIONS, "reward_params")}
-    if (refused := access.check_launch(final, runs_dir)) is not None:
+    final = {option: getattr(cfg, option) for option in (*allowed.PATH_OPTIONS, "reward_params")}
+    if (refused := allowed.check_launch(final, runs_dir)) is not None:
         raise LaunchError(refused)
     from grpo_lab import rewards  # light: reward code is imported only when a reward is built
 
@@ -238,7 +238,7 @@ def _queue(runs_dir: Path, name: str, argv: list[str], processes: int) -> None:
 def queue_here(runs_dir: Path, name: str) -> None:
     """Take over an entry another dashboard queued (Pending.elsewhere): nothing in it is trusted; its
     argv goes through the launch form's checks again (recheck_entry: the trainer's parser,
-    access.check_launch, the trainer's validation), and the checked values are queued signed with
+    allowed.check_launch, the trainer's validation), and the checked values are queued signed with
     this dashboard's key, under a new id. LaunchError (one line) when refused: the entry is left as it was."""
     check_name(name)
     with queue_lock(runs_dir):

@@ -1,4 +1,4 @@
-"""A planned sweep (grpo_lab/sweep_grid.py) through the launch queue: every run checked as the launch
+"""A planned sweep (grpo_lab/launching/sweep_grid.py) through the launch queue: every run checked as the launch
 form's values are, the sweep's manifest written (rundir/sweep_manifest.py), then each run queued or
 started (launcher.py). The launch form's Seeds / Sweep over and `grpo-lab-sweep` both call this.
 """
@@ -9,11 +9,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from grpo_lab.dashboard.launching import launcher
+from grpo_lab.launching import launcher
 from grpo_lab.rundir import sweep_manifest
 from grpo_lab.rundir.layout import SOURCES_KEY
 from grpo_lab.rundir.reader import list_runs, read_run
-from grpo_lab.sweep_grid import PER_RUN, PlannedRun, SweepError, parse_grid, plan
+from grpo_lab.launching.sweep_grid import PER_RUN, PlannedRun, SweepError, parse_grid, plan
 
 
 def _given(values: dict[str, Any]) -> dict[str, Any]:

@@ -21,12 +21,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from grpo_lab.dashboard.launching import launcher
-from grpo_lab.dashboard.launching.sweep_queue import (check_all, existing, resume_waiting, run_state,  # noqa: F401
+from grpo_lab.launching import launcher
+from grpo_lab.launching.sweep_queue import (check_all, existing, resume_waiting, run_state,  # noqa: F401
                                                       start, submit)
 from grpo_lab.rundir import sweep_manifest
 from grpo_lab.rundir.layout import SOURCES_KEY, default_runs_dir
-from grpo_lab.sweep_grid import (ENDED, MAX_SWEEP_RUNS, PER_RUN, PlannedRun, SweepError, parse_grid,  # noqa: F401
+from grpo_lab.launching.sweep_grid import (ENDED, MAX_SWEEP_RUNS, PER_RUN, PlannedRun, SweepError, parse_grid,  # noqa: F401
                                  plan, run_name, seeds_of)
 
 

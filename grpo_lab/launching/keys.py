@@ -15,6 +15,9 @@ import secrets
 from pathlib import Path
 from typing import Any
 
+from grpo_lab import project_dir
+from grpo_lab.launching import allowed
+
 KEY_DIR_ENV = "GRPO_LAB_KEY_DIR"  # where queue.key lives (default: $XDG_CONFIG_HOME/grpo-lab)
 NONCE_ENV = "GRPO_LAB_RUN_NONCE"  # in a launched trainer's environment: which run folder it trains
 
@@ -30,16 +33,14 @@ def key_dir() -> Path:
 
 def check_key_dir(runs_dir: Path) -> None:
     """KeyDirError (one line) when the key folder lies inside the runs folder or a data folder
-    (access.data_dirs): whoever can write a runs folder, or read what the launch form may read, could
+    (allowed.data_dirs): whoever can write a runs folder, or read what the launch form may read, could
     then sign queue entries. The default folder (under ~/.config) is not held against the project
     folder, which is the current folder for an installed package and may be the home folder."""
-    from grpo_lab.dashboard import access
-
     key = key_dir().expanduser().resolve()
     runs = Path(runs_dir).resolve()
-    folders = [(runs, "the runs folder")] + [(f, "a data folder") for f in access.data_dirs(runs_dir) if f != runs]
+    folders = [(runs, "the runs folder")] + [(f, "a data folder") for f in allowed.data_dirs(runs_dir) if f != runs]
     for folder, kind in folders:
-        default_in_project = not os.environ.get(KEY_DIR_ENV) and folder == access.project_dir().resolve()
+        default_in_project = not os.environ.get(KEY_DIR_ENV) and folder == project_dir().resolve()
         if key.is_relative_to(folder) and not default_in_project:
             raise KeyDirError(f"{KEY_DIR_ENV}: {key} lies inside {kind} {folder}, where others may read or plant "
                               "files; keep the key folder outside every runs and data folder")

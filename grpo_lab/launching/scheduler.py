@@ -1,7 +1,7 @@
 """The queue's scheduler: starts queued launches whenever a slot is free, with no page open.
 
 `grpo-lab-dashboard` (serve.py) starts one beside the server: `python -m
-grpo_lab.dashboard.launching.scheduler --runs-dir R --parent PID`. It lives as long as the
+grpo_lab.launching.scheduler --runs-dir R --parent PID`. It lives as long as the
 dashboard process PID and every POLL_S seconds calls launcher.start_queued, which checks each
 entry's signature (the dashboard's key, launching/keys.py) and the launch checks again: the
 scheduler is the dashboard's own code with the dashboard's key, so nothing unsigned starts.
@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import IO
 
-from grpo_lab.dashboard.launching import launcher
+from grpo_lab.launching import launcher
 
 POLL_S = 2.0  # how soon a free slot is filled
 
@@ -66,13 +66,13 @@ def start(runs_dir: Path) -> int:
     """Start the scheduler for this process (the dashboard) in the background; returns its pid."""
     import subprocess
 
-    command = [sys.executable, "-m", "grpo_lab.dashboard.launching.scheduler", "--runs-dir",
+    command = [sys.executable, "-m", "grpo_lab.launching.scheduler", "--runs-dir",
                str(Path(runs_dir).resolve()), "--parent", str(os.getpid())]
     return subprocess.Popen(command, stdin=subprocess.DEVNULL, start_new_session=True).pid
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="grpo_lab.dashboard.launching.scheduler", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="grpo_lab.launching.scheduler", description=__doc__.split("\n")[0])
     parser.add_argument("--runs-dir", required=True, help="the runs folder whose queue to serve")
     parser.add_argument("--parent", type=int, required=True, help="the dashboard's pid: the scheduler ends with it")
     args = parser.parse_args(argv)

@@ -7,7 +7,7 @@ from typing import Any
 
 import streamlit as st
 
-from grpo_lab.dashboard.launching import launcher, presets
+from grpo_lab.launching import launcher, presets
 from grpo_lab.dashboard.i18n import per_language, t
 
 # The form's main options, then those under "More options". Each option's label and help text are
@@ -140,9 +140,9 @@ def form(runs_dir: Path) -> None:
 
 def start_sweep(values: dict[str, Any], seeds: int, over: str, processes: int = 1) -> None:
     """The form's Name as a sweep: seeds seed, seed+1, ... of every value in `over` (KEY=V1,V2)."""
-    from grpo_lab.dashboard.launching import sweep_queue
+    from grpo_lab.launching import sweep_queue
     from grpo_lab.dashboard.reading import data  # noqa: PLC0415 - as in start()
-    from grpo_lab.sweep_grid import SweepError
+    from grpo_lab.launching.sweep_grid import SweepError
 
     first = int(values.get("seed") or 0)
     try:

@@ -1,7 +1,7 @@
 """A sweep's plan: the seeds, the grid and the runs they make, before anything is checked or queued.
 
-Pure planning, below both the dashboard's launch form and the `grpo-lab-sweep` command (grpo_lab/sweep.py),
-which both import it; queueing the planned runs is grpo_lab/dashboard/launching/sweep_queue.py.
+Pure planning, below both the dashboard's launch form and the `grpo-lab-sweep` command (grpo_lab/launching/sweep.py),
+which both import it; queueing the planned runs is grpo_lab/launching/sweep_queue.py.
 Every bound is checked on the numbers before a list is built: `--seeds 1000000000` is refused in one
 line at once, never after a billion seeds were made.
 """

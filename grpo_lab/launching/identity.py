@@ -7,7 +7,7 @@ import hmac
 import os
 from pathlib import Path
 
-from grpo_lab.dashboard.launching.keys import NONCE_ENV, run_nonce
+from grpo_lab.launching.keys import NONCE_ENV, run_nonce
 from grpo_lab.rundir.layout import RUNS_DIR_ENV
 
 

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from grpo_lab.dashboard.launching import launcher
+from grpo_lab.launching import launcher
 from grpo_lab.rundir.layout import RunLock, read_json
 from grpo_lab.rundir.reader import RunInfo, check_name, list_runs, read_run, run_path
 from grpo_lab.rundir.status import ACTIVE_STATES, read_status

@@ -78,7 +78,7 @@ class Request:
     name: str
 
     def launch_values(self) -> dict:
-        """What the dashboard's launch check (access.check_launch) reads: the rewards and every
+        """What the dashboard's launch check (allowed.check_launch) reads: the rewards and every
         parameter they will be built with (the run's own merged with the form's)."""
         return {"rewards": self.rewards, "reward_params": self.reward_params}
 

@@ -1,6 +1,6 @@
 """grpo-lab-train-rm: a reward model from the ratings people gave runs (Bradley-Terry on pairs).
 
-Pairs come from ranks and from scores within a group (grpo_lab/preferences.py); the loss is
+Pairs come from ranks and from scores within a group (grpo_lab/finished_runs/preferences.py); the loss is
 Bradley-Terry's, -log sigmoid(r(chosen) - r(rejected)) (Ouyang et al. 2022, eq. 1). The held-out
 pairs are those of a seeded fraction of the *prompts*: a model that memorised a prompt's answers
 cannot score well on them. It prints the held-out pairwise accuracy (share of held-out pairs whose
@@ -110,7 +110,7 @@ def train_rm(runs: list[str], out: str, *, model: str = "tiny", train: str | Non
     import pandas as pd
     import torch
 
-    from grpo_lab.preferences import pairs, split_by_prompt  # noqa: PLC0415
+    from grpo_lab.finished_runs.preferences import pairs, split_by_prompt  # noqa: PLC0415
 
     train = train or ("all" if model == "tiny" else "head")
     if train not in ("all", "head"):
