@@ -2,7 +2,8 @@
 
 A point on a Live curve (a step) opens Groups at that step with its groups ordered by their share of
 that curve's metric. ORDERS is the one declaration: each ordering, the registered scalar names
-(rundir/metrics.py) whose curves open it, and how a group's figure is read from the run's tables.
+(rundir/metrics.py) whose curves open it, and the format its figure is said in; how a group's figure
+is read from the run's tables is the SQL below (figure_exprs, MASS, TOKEN_FIGURES), here only.
 FINDING_METRICS names the scalar behind each run-doctor finding (trainer/doctor.py kinds), so a finding
 opens the same ordering its curve would.
 
@@ -28,25 +29,26 @@ GROUP = "group"  # the step's own order: group 0, 1, ... (no figure)
 class Order:
     key: str  # the address's `sort=`
     metrics: tuple[str, ...]  # registered scalar names whose curves open this ordering
+    fmt: str  # a group's figure as the picker says it (a format spec)
     lowest_first: bool = False  # False: the largest share first
 
 
 ORDERS: dict[str, Order] = {o.key: o for o in (
-    Order("kl", ("kl/mean", "kl/approx", "kl/folded", "kl/penalty")),
-    Order("clip", ("clip/low", "clip/high", "clip/total")),
+    Order("kl", ("kl/mean", "kl/approx", "kl/folded", "kl/penalty"), ".3g"),
+    Order("clip", ("clip/low", "clip/high", "clip/total"), ".0f"),
     # zero-spread groups first: they are what a no-signal step, a flat advantage or a ~0 loss is made of
     Order("no_signal", ("groups/frac_zero_std", "advantage/mean", "advantage/std", "advantage/min", "advantage/max",
-                        "reward/std", "loss/policy", "loss/total"), lowest_first=True),
-    Order("entropy", ("entropy/mean", "loss/entropy_bonus")),
-    Order("ratio_max", ("ratio/min", "ratio/mean", "ratio/max")),
-    Order("length", ("completion/length_mean", "completion/length_max", "completion/repetitive_frac")),
-    Order("truncated", ("completion/truncated_frac",)),
+                        "reward/std", "loss/policy", "loss/total"), ".2f", lowest_first=True),
+    Order("entropy", ("entropy/mean", "loss/entropy_bonus"), ".3g"),
+    Order("ratio_max", ("ratio/min", "ratio/mean", "ratio/max"), ".3g"),
+    Order("length", ("completion/length_mean", "completion/length_max", "completion/repetitive_frac"), ".1f"),
+    Order("truncated", ("completion/truncated_frac",), ".0f"),
     Order("reward", ("reward/mean", "reward/min", "reward/max", "rewards/<fn>/mean", "rewards/<fn>/std",
-                     "rewards/<fn>/min", "rewards/<fn>/max", "rewards/<fn>/none_frac", "rewards/<fn>/errors")),
-    Order("tool_errors", ("tools/error_frac", "tools/calls_per_rollout", "tools/turns_per_rollout")),
+                     "rewards/<fn>/min", "rewards/<fn>/max", "rewards/<fn>/none_frac", "rewards/<fn>/errors"), ".2f"),
+    Order("tool_errors", ("tools/error_frac", "tools/calls_per_rollout", "tools/turns_per_rollout"), ".0f"),
     Order("mismatch", ("mismatch/logp_diff_mean", "mismatch/logp_diff_max", "mismatch/kl", "mismatch/ratio_mean",
                        "mismatch/ratio_min", "mismatch/ratio_max", "mismatch/out_frac", "mismatch/weight_mean",
-                       "mismatch/weight_min", "mismatch/weight_max", "mismatch/masked_frac")),
+                       "mismatch/weight_min", "mismatch/weight_max", "mismatch/masked_frac"), ".3g"),
 )}
 SORTS = (GROUP, *ORDERS)  # what the Groups picker offers, in its order
 
@@ -92,6 +94,15 @@ def _weighted(value: str, columns: set[str]) -> str:
     if "length" not in columns:
         return f"avg({value})"
     return f"sum({value} * length) / nullif(sum(CASE WHEN {value} IS NOT NULL THEN length END), 0)"
+
+
+def formatted_figure(sort: str, value: float) -> str:
+    """A group's figure under ordering `sort` as the picker says it (ORDERS' format).
+
+    >>> formatted_figure("kl", 0.012345), formatted_figure("clip", 3.0), formatted_figure("length", 41.26)
+    ('0.0123', '3', '41.3')
+    """
+    return format(float(value), ORDERS[sort].fmt)
 
 
 def figure_exprs(columns: set[str]) -> dict[str, str]:
@@ -157,18 +168,19 @@ def carried(ranked: pd.DataFrame, sort: str, first: int) -> float | None:
     return float(ranked[column].head(first).sum()) / total
 
 
-TOKEN_FIGURES = {"kl": "avg(kl)", "clip": "sum(clipped::INT)", "ratio_max": "max(ratio)"}
+# The figures the tokens table also holds: key -> (the tokens column it needs, the SQL over a group's tokens).
+TOKEN_FIGURES = {"kl": ("kl", "avg(kl)"), "clip": ("clipped", "sum(clipped::INT)"),
+                 "ratio_max": ("ratio", "max(ratio)")}
 
 
 def token_figures_sql(columns: set[str], missing: set[str]) -> str | None:
     """The figures in `missing` that the tokens table (columns `columns`) holds, per group of step `$step`;
     the policy's tokens only (a tool's result has no ratio, KL or clip)."""
-    needs = {"kl": "kl", "clip": "clipped", "ratio_max": "ratio"}
-    keys = [k for k in TOKEN_FIGURES if k in missing and needs[k] in columns]
+    keys = [k for k, (needs, _sql) in TOKEN_FIGURES.items() if k in missing and needs in columns]
     if not keys:
         return None
     model = " AND source IS DISTINCT FROM 'tool'" if "source" in columns else ""
-    figures = ", ".join(f"{TOKEN_FIGURES[k]} AS {k}" for k in keys)
+    figures = ", ".join(f"{TOKEN_FIGURES[k][1]} AS {k}" for k in keys)
     return f'SELECT "group", {figures} FROM {{src}} WHERE step = $step{model} GROUP BY "group"'
 
 

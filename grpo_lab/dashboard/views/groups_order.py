@@ -20,8 +20,6 @@ from grpo_lab.rundir import group_order
 SORT_KEY = "groups_sort"
 SHARE_FIRST = 3  # the share of the clicked point carried by this many of the first groups is said
 ADDRESS_KEY = "groups_address"  # the (step, sort) the address said when last read or written
-FORMATS = {"kl": ".3g", "clip": ".0f", "no_signal": ".2f", "entropy": ".3g", "ratio_max": ".3g", "length": ".1f",
-           "truncated": ".0f", "reward": ".2f", "tool_errors": ".0f", "mismatch": ".3g"}
 
 
 def sort_names() -> dict[str, str]:
@@ -65,7 +63,7 @@ def figure_text(sort: str, value) -> str:
     """' · KL 0.012': a group's figure for the option label ('' when it has none)."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
-    return t("groups_order.figure", name=t(f"groups_order.short.{sort}"), value=format(float(value), FORMATS[sort]))
+    return t("groups_order.figure", name=t(f"groups_order.short.{sort}"), value=group_order.formatted_figure(sort, value))
 
 
 def picker(run: str, step: int, asked: int | None, where) -> tuple[str, dict[int, str]]:
