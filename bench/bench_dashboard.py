@@ -5,8 +5,8 @@
     .venv/bin/python bench/bench_dashboard.py --browser    # also time a real Chromium page load
     .venv/bin/python bench/bench_dashboard.py --compare    # only Compare for a sweep of 15 runs (+ Chromium)
 
-Targets (issue 3, on 2 cores): first render of Live <= 1.5 s, a refresh <= 0.3 s, Groups for one
-step <= 0.5 s; issue 14: Live fully drawn in a real browser <= 1.5 s. The run is written with
+Targets (on 2 cores): first render of Live <= 1.5 s, a refresh <= 0.3 s, Groups for one
+step <= 0.5 s; Live fully drawn in a real browser <= 1.5 s. The run is written with
 rundir.writer (the trainer's own writer), every column of docs/run-directory.md, and compacted as the
 trainer leaves it. Pages are timed server-side with Streamlit's AppTest (the whole script run: reading,
 downsampling, chart specs, serialisation); caches are emptied before each "first" figure, imports are
@@ -16,7 +16,7 @@ not (a dashboard imports once).
 wait in closed expanders, grpo_lab/dashboard/views/live_view.py), median of three loads; then, once, the seconds from
 clicking the first closed section to every section's charts drawn, opening them one after another.
 
---compare (issue 24: drawn in a real browser in <= 2 s): `/compare?sweep=bench` over 3 variants x 5 seeds
+--compare (target: drawn in a real browser in <= 2 s): `/compare?sweep=bench` over 3 variants x 5 seeds
 of 200 steps (15 runs written as tests/variants_helpers.py writes them), from navigation to both band
 charts, the per-metric table and the verdict drawn: on a fresh server, cold (server warmed on the
 home page, tables not read yet) and warm (a reload); and the same page under AppTest.
@@ -276,7 +276,7 @@ def browser_load(runs_dir: Path, names: list[str]) -> dict[str, tuple[float, flo
             p.stop()
 
 
-# --- Compare for a sweep: 3 variants x 5 seeds of 200 steps (issue 24: drawn in <= 2 s) ----------
+# --- Compare for a sweep: 3 variants x 5 seeds of 200 steps (target: drawn in <= 2 s) ----------
 
 SWEEP, SWEEP_LEVELS, SWEEP_SEEDS, SWEEP_STEPS = "bench", {"beta=0": 0.2, "beta=0.04": 0.8, "beta=0.1": 0.5}, 5, 200
 # the whole variants view: both default charts drawn, the per-metric table's grid drawn, and the

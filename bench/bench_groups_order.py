@@ -1,4 +1,4 @@
-"""Groups at a step, ordered by each metric, on the Live benchmark's big run (issue 35: <= 1 s, median of 5).
+"""Groups at a step, ordered by each metric, on the Live benchmark's big run (target: <= 1 s, median of 5).
 
     .venv/bin/python bench/bench_groups_order.py              # build the run in a temp folder, measure
     .venv/bin/python bench/bench_groups_order.py --keep DIR   # keep (or reuse) the run in DIR
@@ -41,7 +41,7 @@ TARGET = 1.0
 
 
 def chunk_with_per_sample(rng: np.random.Generator, first: int, last: int, t0: float) -> dict[str, dict]:
-    """bench_dashboard's rows, with the per-sample figures of a run written after issue 35."""
+    """bench_dashboard's rows, with the per-sample figures that new runs write."""
     tables = base_chunk(rng, first, last, t0)
     samples = tables["samples"]
     n = len(samples["step"])

@@ -3,7 +3,7 @@
     .venv/bin/python bench/bench_prompt_history.py              # build the run in a temp folder, measure
     .venv/bin/python bench/bench_prompt_history.py --keep DIR   # keep (or reuse) the run in DIR/big
 
-Target (issue 35, on 2 cores): the prompt-history page for a prompt drawn 500 times or more, drawn by
+Target (on 2 cores): the prompt-history page for a prompt drawn 500 times or more, drawn by
 the server in <= 1 s, median of 5. The run is bench_dashboard.make_run's (the trainer's writer, every
 column); its 36 prompts are each drawn about 2,700 times, so the prompt measured here is drawn more
 often than the target asks. Figures, each the median of --repeats:

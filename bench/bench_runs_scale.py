@@ -4,7 +4,7 @@
     .venv/bin/python bench/bench_runs_scale.py --sizes 10,1000 --repeats 5
     .venv/bin/python bench/bench_runs_scale.py --keep /tmp/runs-scale   # keep (or reuse) the folders there
 
-Target (issue 49, on 2 cores): at 10,000 runs the Runs page's first render <= 1.5 s and a rerun
+Target (on 2 cores): at 10,000 runs the Runs page's first render <= 1.5 s and a rerun
 <= 0.3 s (a rerun happens every 2 s while a run is active), Compare's first render <= 1 s.
 
 Each folder holds copies of one finished 3-step run (status.json, config.json and its scalars part,

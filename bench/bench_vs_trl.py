@@ -18,7 +18,7 @@ The figure is a median over `--pairs` interleaved pairs (one run of each, the or
 pair to pair), each pair's ratio printed with both sides' s/step and mean completion length, and the
 CPU that other processes used while the pair ran (cores: the machine's busy time from /proc/stat less
 the pair's own processes' CPU time; a load average cannot tell them apart, it counts the pair too).
-TRL slows far more than this trainer when other work shares the cores (issue 30: 0.64 under load),
+TRL slows far more than this trainer when other work shares the cores (a ratio of 0.64 measured under load),
 so when others used more than `--max-others` cores during a pair the bench prints the figures but no
 verdict. Phases, mean seconds a step: ours from
 `time/*`; TRL's by timing its own methods in the worker (`_generate`, `_calculate_rewards`, the

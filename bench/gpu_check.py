@@ -1,4 +1,4 @@
-"""The prepared GPU check (issue #27): the trainer on one CUDA device, one process and through torchrun.
+"""The prepared GPU check: the trainer on one CUDA device, one process and through torchrun.
 
     bash bench/gpu_check.sh            # sets up what the GPU image lacks, then runs this file
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The prepared GPU check (issue #27): bench/gpu_check.py on a machine with CUDA, bounded to 8 minutes.
+# The prepared GPU check: bench/gpu_check.py on a machine with CUDA, bounded to 8 minutes.
 # The GPU image has torch and transformers but not every pin of requirements.txt: wheels that
 # bench/gpu_wheels.sh downloaded into .whl/ (beside a checkout, on a machine with pip) are installed
 # into /tmp/site first. Without CUDA it refuses at once (exit 2).

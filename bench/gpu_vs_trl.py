@@ -1,4 +1,4 @@
-"""This trainer and TRL 1.16's GRPOTrainer side by side on one GPU, in one call of at most 9 minutes (issue 47).
+"""This trainer and TRL 1.16's GRPOTrainer side by side on one GPU, in one call of at most 9 minutes.
 
     bash bench/gpu_vs_trl.sh                # on a CUDA machine: wheels, then this driver
     .venv/bin/python bench/gpu_vs_trl.py --smoke   # the same code paths at toy sizes on a CPU (about 50 s of CPU)

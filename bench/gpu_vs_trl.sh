@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The prepared GPU comparison (issue 47): bench/gpu_vs_trl.py on one CUDA device, this trainer and TRL 1.16
+# The prepared GPU comparison: bench/gpu_vs_trl.py on one CUDA device, this trainer and TRL 1.16
 # side by side, bounded to 9 minutes. The GPU image has torch and transformers but not TRL and what it needs
 # (trl, datasets, dill, multiprocess): bench/gpu_wheels.sh downloads them into .whl/ (beside a checkout, on a
 # machine with pip), and they are installed into /tmp/site here first. Without CUDA it refuses at once

@@ -1,4 +1,4 @@
-"""`async def` reward functions are awaited, as TRL 1.16's GRPOTrainer awaits them (issue 39, item 2):
+"""`async def` reward functions are awaited, as TRL 1.16's GRPOTrainer awaits them:
 every score real, several async rewards of one step awaited together, from any thread."""
 
 from __future__ import annotations

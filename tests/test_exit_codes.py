@@ -1,4 +1,4 @@
-"""Exit statuses a script can trust (issue 39, item 4; grpo_lab/trainer/outcome.py): a run the doctor
+"""Exit statuses a script can trust (grpo_lab/trainer/outcome.py): a run the doctor
 stops exits 3 and says so in its last line; a run whose rewards never scored ends failed, exit 1,
 even with --stop-on none. The real trainer, as a subprocess, a few steps each."""
 

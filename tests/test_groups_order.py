@@ -1,4 +1,4 @@
-"""Issue 35, curve to groups: a step's groups ordered by their share of a Live metric, the address that
+"""Curve to groups: a step's groups ordered by their share of a Live metric, the address that
 carries it, the run doctor's links to it, and Live's "why is my loss 0" line.
 
 The orderings are checked on a run with known figures (tests/groups_order_helpers.py: each ordering has

@@ -1,4 +1,4 @@
-"""Everything read from a runs folder is input (issue 36): one bad JSON file is that run's problem line and
+"""Everything read from a runs folder is input: one bad JSON file is that run's problem line and
 every page still lists the other runs; every path handed to the trainer, reward_params' included, goes
 through the data-folder check; the key folder lives outside every runs and data folder; the TRL importer
 keeps the limits the verl importer does."""

@@ -1,4 +1,4 @@
-"""Issue 36, sweeps and the queue: a sweep checks its bounds before it builds anything; a signed queue entry
+"""Sweeps and the queue, hardened: a sweep checks its bounds before it builds anything; a signed queue entry
 starts once and expires; an entry whose folder is a dangling link says why; a sweep's manifest keeps its
 variants, and a resume refuses a run whose config.json no longer matches its variant."""
 

@@ -1,4 +1,4 @@
-"""Issue 28, imports that keep what the source wrote: verl groups by uid or position (never by prompt
+"""Imports that keep what the source wrote: verl groups by uid or position (never by prompt
 text), verl's extras and reference kept as columns; TRL's log_extra columns kept, the reward weights
 read back from the run (or a one-line refusal naming --reward-weights), the model's name."""
 

@@ -1,4 +1,4 @@
-"""Issue 29.4: what a planted verl dump or TRL folder may hold. Each hostile input gets exit status 2
+"""Hostile imports: what a planted verl dump or TRL folder may hold. Each hostile input gets exit status 2
 and one line naming the file (and line), never a traceback or a hang, and leaves no run and no
 `.tmp-import-*` folder behind (importers/limits.py holds the limits)."""
 

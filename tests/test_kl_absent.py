@@ -1,4 +1,4 @@
-"""KL a run did not measure is absent, never 0 (issue 38 item 4): a beta = 0 run has no reference model.
+"""KL a run did not measure is absent, never 0: a beta = 0 run has no reference model.
 
 The trainer writes no kl/mean for it (as a step without an update has none); readers drop it for runs whose config says beta 0 (runs logged
 before this fix wrote 0); a verdict between a variant that measured KL and one that did not says so."""

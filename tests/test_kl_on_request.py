@@ -1,4 +1,4 @@
-"""KL measured on request (issue 38 item 4): `measure_kl` with beta 0 loads the frozen reference only to
+"""KL measured on request: `measure_kl` with beta 0 loads the frozen reference only to
 log the KL to it (kl/mean, samples' kl_mean: k3, as beta > 0 logs it); the loss has no KL term, so the
 update is the one the run makes without it. Without the option nothing changes: no reference is loaded
 and the KL stays absent (tests/test_kl_absent.py). Readers (Compare, variants) read such a run's KL as

@@ -1,4 +1,4 @@
-"""Issue 38's layout items: the Groups responses table fits (headers break only between words, so a
+"""Layout and wording: the Groups responses table fits (headers break only between words, so a
 Chinese header is not one character per line; a wider table scrolls in its own box), its per-completion
 columns and the advantage computation's headers are worded per language, Compare's variants table shows
 a missing IQM as "—" like the mean, its step axis never reads 10 as "1e+1", and its chart titles say

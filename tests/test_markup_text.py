@@ -1,4 +1,4 @@
-"""Issue 29, "text from a run is never markup", and the Groups page's table (issues 27-29): run text
+"""Text from a run is never markup, and the Groups page's table: run text
 in Markdown is shown as written (no image, no link, no code span broken by a backtick), long
 completions are cut with the rest one click away and A_i / reward first, what the rewards logged
 (`extra/<name>`, `answer`) stands beside the rewards, and token colours use each side's clip bound."""

@@ -236,7 +236,7 @@ def test_smollm2_trains_a_step_on_word_problems(smollm2_cache, tmp_path):
 
 @pytest.mark.smollm2
 def test_smollm2_with_no_learning_rate_given_stays_bounded(smollm2_cache, tmp_path):
-    """The issue's collapse (lr 2e-3: kl/mean 1.8e14 at step 1), run with the model's own defaults: a
+    """The collapse once reported (lr 2e-3: kl/mean 1.8e14 at step 1), run with the model's own defaults: a
     full fine-tune, two passes (the second sees the first's update: with --lr 2e-3 this one group gives
     kl/mean 3.7e11 and exit 3), a length reward so every group has a signal and the weights move."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), smollm.CACHE_ENV: str(smollm2_cache.parent)}

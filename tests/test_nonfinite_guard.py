@@ -1,4 +1,4 @@
-"""The last line of defence (issue 36): a non-finite reward, advantage or loss never reaches an optimizer
+"""The last line of defence: a non-finite reward, advantage or loss never reaches an optimizer
 step or a checkpoint. The step is skipped, still logs, and a critical finding says why; GRPO and PPO."""
 
 from __future__ import annotations

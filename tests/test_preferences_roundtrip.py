@@ -1,4 +1,4 @@
-"""TRL's preference formats in and out unchanged (issue 39, item 5): conversational rows keep their
+"""TRL's preference formats in and out unchanged: conversational rows keep their
 roles, the implicit-prompt form (only chosen / rejected) is read as TRL reads it, and the export adds
 no system message the data did not have. The rows are TRL's documented examples
 (docs/source/dataset_formats.md, "Preference")."""

@@ -1,4 +1,4 @@
-"""Ratings given after the trainer moved on (issue 38, items 1 and 8): the `human` reward waits for every
+"""Ratings given after the trainer moved on: the `human` reward waits for every
 group of its step by default, says so in status.json, and keeps the moment it read the ratings
 (labels/closed.json); a later rating is late: kept, used by the preference export, marked late on the
 Groups page, which says before and after a rating whether it can still count."""

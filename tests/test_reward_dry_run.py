@@ -1,4 +1,4 @@
-"""TRL users' reward code in the trainer (issue 28), end to end on the tiny model: TRL's own rewards
+"""TRL users' reward code in the trainer, end to end on the tiny model: TRL's own rewards
 train unchanged on a conversational task, a reward whose signature cannot take the call is refused
 before the model loads, and a reward that fails at step 1 stops the run."""
 

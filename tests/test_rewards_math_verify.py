@@ -1,7 +1,7 @@
-"""The correctness reward with math-verify: every kind of answer issue #17 found marked wrong.
+"""The correctness reward with math-verify: every kind of answer it was found to mark wrong.
 
 Each case is (completion, gold, right?). They are written for this project, one group per kind
-of failure the issue counted; bench/bench_verifier.py also reads CASES as "our own set".
+of failure found; bench/bench_verifier.py also reads CASES as "our own set".
 """
 
 import re

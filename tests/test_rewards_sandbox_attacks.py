@@ -1,4 +1,4 @@
-"""Deliberate attacks on the code reward's sandbox (issue #12), as root and as an unprivileged user.
+"""Deliberate attacks on the code reward's sandbox, as root and as an unprivileged user.
 
 Each attack is a completion scored by `code_tests` in a separate *caller* process, the trainer's
 stand-in, running as the identity under test. The attacks go around the audit hook the sandbox

@@ -1,4 +1,4 @@
-"""Rewards are called as TRL 1.16's GRPOTrainer calls them (issue 28): by keyword, with
+"""Rewards are called as TRL 1.16's GRPOTrainer calls them: by keyword, with
 conversational completions for a conversational prompt, every dataset column, completion_ids,
 trainer_state, log_extra and log_metric. Pure functions here; tests/test_reward_dry_run.py runs
 the trainer."""

@@ -1,4 +1,4 @@
-"""Per-sample figures of tables/samples (issue 35, "curve to groups"): each completion's share of the
+"""Per-sample figures of tables/samples (for "curve to groups"): each completion's share of the
 step's kl/mean, clip/total, entropy/mean and ratio/max, so a step's groups can be ordered by them.
 The worked numbers first, then a real run whose per-sample figures add up to its own scalars."""
 

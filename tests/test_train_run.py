@@ -130,4 +130,4 @@ def test_beta_zero_loads_no_reference(one_pass_run):
     run = one_pass_run
     tokens = read_table(run, "tokens")
     assert tokens["logp_ref"].isna().all() and (tokens["kl"] == 0).all()
-    assert "kl/mean" not in read_table(run, "scalars")  # not measured: absent, never a 0 (issue 38)
+    assert "kl/mean" not in read_table(run, "scalars")  # not measured: absent, never a 0

@@ -1,4 +1,4 @@
-"""Environment classes as TRL 1.16 documents them (issue 39, item 1), run by TRL and by this trainer.
+"""Environment classes as TRL 1.16 documents them, run by TRL and by this trainer.
 
 `MyEnv` is TRL's documented environment class (docs/source/openenv.md, "Environment class
 requirements") unchanged, with the `get_reward` method GRPOTrainer's docstring documents

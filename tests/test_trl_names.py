@@ -1,4 +1,4 @@
-"""One metric, one name, whoever wrote it (issue 39, item 6): TRL names a factory's reward after
+"""One metric, one name, whoever wrote it: TRL names a factory's reward after
 the function it returns (`rewards/soft_overlong_punishment_reward/mean`), this trainer after the
 spec (`rewards/trl.rewards:get_soft_overlong_punishment/mean`); a reward's `log_metric` figure is
 `rewards/log/<name>` here, and TRL logs it under the bare name. The TRL side is a real TRL 1.16 run,

@@ -1,4 +1,4 @@
-"""Reward weights from a real TRL 1.16 output folder (issue 39, item 3): read where the folder
+"""Reward weights from a real TRL 1.16 output folder: read where the folder
 records them (the GRPOConfig pickled in training_args.bin), inferred only where it does not.
 
 The run is too short to infer the weights from (one generation batch: one equation for two

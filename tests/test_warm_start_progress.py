@@ -1,5 +1,5 @@
 """The warm start is never silent (trainer/sft.py): a progress bar, log lines, and status.json's `phase`,
-which Live shows as "warm start: step i/N" (issue 38: a tool run sat at "starting · 0/5" for 17 minutes)."""
+which Live shows as "warm start: step i/N" (a tool run once sat at "starting · 0/5" for 17 minutes)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ What GRPO and PPO share: the minibatches of a pass, the factor that makes severa
 gradients the global batch's, the guarded optimizer step, and the accumulators the records read
 (TokenStats over every pass, LastPass per token, Updates per update).
 
-The guard is the last line of defence (issue 36): a non-finite reward, advantage or loss never
+The guard is the last line of defence: a non-finite reward, advantage or loss never
 reaches an optimizer step, so neither the weights nor a checkpoint of them can turn NaN. A step
 whose rewards or advantages are not finite skips its updates; an update whose loss or gradient is
 not finite has its gradients dropped instead of stepped, and the step's remaining updates are skipped. The step still

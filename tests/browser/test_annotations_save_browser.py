@@ -1,5 +1,5 @@
-"""Saving a run's tags and note in a real browser while trainers start and end in the same runs folder
-(issue 38 item 6): every Save lands in annotations.json and says so under the form, and that line stays
+"""Saving a run's tags and note in a real browser while trainers start and end in the same runs folder:
+every Save lands in annotations.json and says so under the form, and that line stays
 until the next Save. A run that ends makes the Runs page redraw itself whole; a Save read by the script
 was lost to that redraw (views/annotations_view.py saves in a form callback now).
 

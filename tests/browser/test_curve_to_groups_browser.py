@@ -1,4 +1,4 @@
-"""Issue 35 in a real browser: a click on a Live curve lands on Groups at the step picked, its groups in
+"""Curve to groups in a real browser: a click on a Live curve lands on Groups at the step picked, its groups in
 the ordering of the curve's metric (the KL curve: the group with the most KL first), and the address
 says so (/groups?run=R&step=S&sort=kl); in English and in Chinese. A run with known figures
 (tests/groups_order_helpers.py), served on its own: no trainer needed."""

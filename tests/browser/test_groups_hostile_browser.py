@@ -1,4 +1,4 @@
-"""Issue 29 in a real browser: an imported run whose prompt, prompt id and error carry Markdown images
+"""Hostile run text in a real browser: an imported run whose prompt, prompt id and error carry Markdown images
 and links, and a 1,000,000-character completion without a space. The Groups page asks nothing of the
 image host, shows the text as written, keeps A_i and the reward on screen, draws the long completion
 cut (the page never holds all of it: a 1 MB one took 15 s to draw) and gives it whole on request (a

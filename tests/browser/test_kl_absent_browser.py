@@ -1,4 +1,4 @@
-"""A KL a run did not measure is absent on Compare, in a real browser (issue 38 item 4): a beta = 0 run
+"""A KL a run did not measure is absent on Compare, in a real browser: a beta = 0 run
 has no reference model, so beside beta = 0.04 the verdict says it did not measure final KL (it used to
 read its logged 0 as a measurement: "beta=0.04 is higher than beta=0 in final KL by 0.339"), its KL is
 "—" in the tables, and the KL chart draws no beta = 0 line. Runs written with the run-directory writer,

@@ -1,4 +1,4 @@
-"""Issue 35 in a real browser, in English and Chinese: a group on Groups opens its prompt's history in
+"""A prompt's history in a real browser, in English and Chinese: a group on Groups opens its prompt's history in
 one click (the address names run and prompt), and Compare shows two runs' completions to one prompt
 side by side, each with the rewards and advantages its run logged."""
 

@@ -1,4 +1,4 @@
-"""Issue 38 item 2: a queued launch starts whenever a slot is free, with no Runs page open, and after
+"""A queued launch starts whenever a slot is free, with no Runs page open, and after
 a dashboard restart. The dashboard is started as a user starts it (`python -m grpo_lab.dashboard.serve`,
 the `grpo-lab-dashboard` command), so its queue scheduler runs beside it; one run at a time
 (GRPO_LAB_MAX_RUNS=1); a sweep of three tiny runs launched from the Runs page's form. The second must

@@ -1,4 +1,4 @@
-"""Late ratings in a real browser (issue 38 items 1 and 8), in English and Chinese: a run that trains on
+"""Late ratings in a real browser, in English and Chinese: a run that trains on
 ratings and has already scored step 2 says so before a rating of step 2 and after it, keeps the rating
 and marks it late; a run waiting on its first step shows one calm line and its completions before a
 name is typed (the Runs page's "waiting for ratings": tests/test_ratings_late.py, its table is a canvas)."""

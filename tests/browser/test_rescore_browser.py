@@ -1,4 +1,4 @@
-"""Issue 35 in a real browser: a rescore (grpo-lab-rescore) shows on Groups beside the run's own rewards and
+"""Rescores in a real browser: a rescore (grpo-lab-rescore) shows on Groups beside the run's own rewards and
 advantages, a changed reward tinted, in English and in Chinese; the page's form starts another one. The run
 is a verl dump imported (no trainer needed), rescored with a length reward before the server starts."""
 

@@ -1,4 +1,4 @@
-"""Issue 38 item 3 in a real browser: a sweep with a run or launch in every state (queued, launching,
+"""A sweep's counts in a real browser: a sweep with a run or launch in every state (queued, launching,
 starting, running, failed, stopped, failed to start, two finished) reads one count on Runs, its row
 beside a table of as many runs, and the same line on Compare's ?sweep= page, in English and Chinese.
 

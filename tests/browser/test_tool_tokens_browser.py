@@ -1,4 +1,4 @@
-"""A tool's output in the Groups page's token view, in a real browser (issue 38 item 5): only the
+"""A tool's output in the Groups page's token view, in a real browser: only the
 model's tokens are coloured and carry a ratio; the tool's tokens are context (no colour from the scale,
 dashed, a hover that says so, blank figures in the token table), and the scale the model's tokens are
 drawn on leaves the tool's figures out. The tool run is written with the run-directory writer, no

@@ -1,6 +1,6 @@
 """`/compare?sweep=NAME` in a real browser: 3 variants x 5 seeds of 200 steps (written with the
 run-directory writer, no trainer), each variant's band and mean drawn, the CI table and the verdict,
-in English and in Chinese. Prints how long the page took to draw its charts (the issue's budget:
+in English and in Chinese. Prints how long the page took to draw its charts (the target:
 2 s; not asserted here, as this machine's cores are shared)."""
 
 from __future__ import annotations

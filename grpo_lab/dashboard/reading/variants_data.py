@@ -1,6 +1,6 @@
 """A sweep's runs as variants, and the tables the Compare page draws from them, cached.
 
-Speed (issue 24: 3 variants x 5 seeds of 200 steps drawn in <= 2 s). Every table here comes from
+Speed (target: 3 variants x 5 seeds of 200 steps drawn in <= 2 s). Every table here comes from
 one DuckDB query over all the runs' visible scalars parts, not one read per run, and is cached
 (st.cache_data) on the parts' identities (name, size, mtime, inode: rundir.query.usable_parts).
 A rerun with nothing new therefore costs a stat of each part and dictionary lookups; the bands,
