@@ -40,6 +40,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from grpo_lab.dashboard import pages  # noqa: E402
 from grpo_lab.rundir.layout import SCHEMA_VERSION, RunPaths, write_json_atomic  # noqa: E402
 from grpo_lab.rundir.writer import RunWriter  # noqa: E402
 
@@ -179,7 +180,7 @@ def bench(runs_dir: Path, name: str, repeats: int) -> dict[str, list[float]]:
         clear_caches()
         at = app(runs_dir)
         at.session_state["run"] = name
-        at.switch_page("app_pages/live.py")
+        at.switch_page(pages.path("live"))
         out["live_first"].append(timed(at.run, "live_first"))
         check(at, "Live")
         out["live_rerun_no_new_data"].append(timed(at.run, "live_rerun_no_new_data"))
@@ -187,7 +188,7 @@ def bench(runs_dir: Path, name: str, repeats: int) -> dict[str, list[float]]:
         next_step += 2
         out["live_refresh"].append(timed(at.run, "live_refresh"))
         check(at, "Live")
-        at.switch_page("app_pages/groups.py")
+        at.switch_page(pages.path("groups"))
         out["groups_first"].append(timed(at.run, "groups_first"))
         check(at, "Groups")
         at.number_input(key="groups_step").set_value(int(np.random.default_rng(len(out["groups_step"])).integers(1, STEPS)))
@@ -378,7 +379,7 @@ def compare_server(runs_dir: Path, repeats: int) -> dict[str, list[float]]:
     for _ in range(repeats):
         at = app(runs_dir)
         at.query_params["sweep"] = SWEEP
-        at.switch_page("app_pages/compare.py")
+        at.switch_page(pages.path("compare"))
         clear_caches()
         out["compare_first"].append(timed(at.run, "compare_first"))
         check(at, "Compare")
@@ -392,7 +393,7 @@ def compare_case(runs_dir: Path, repeats: int) -> None:
         print(f"writing {len(SWEEP_LEVELS)} variants x {SWEEP_SEEDS} seeds of {SWEEP_STEPS} steps to {runs_dir} ...")
         print(f"  {timed(lambda: make_sweep(runs_dir)):.1f} s")
     at = app(runs_dir)  # imports, once a process, as a dashboard does
-    at.switch_page("app_pages/compare.py")
+    at.switch_page(pages.path("compare"))
     at.run()
     results = compare_server(runs_dir, repeats)
     print(f"\n{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} (other processes slow the wall times)")
@@ -431,7 +432,7 @@ def main() -> None:
         at = app(runs_dir)
         for page in ("live", "groups", "compare"):
             at.session_state["run"] = "small"
-            at.switch_page(f"app_pages/{page}.py")
+            at.switch_page(pages.path(page))
             at.run()
         results = bench(runs_dir, name, args.repeats)
         print(f"\n{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} (other processes slow the wall times)")

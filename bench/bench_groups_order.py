@@ -35,6 +35,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import bench_dashboard as big  # noqa: E402
 
+from grpo_lab.dashboard import pages  # noqa: E402
 from grpo_lab.rundir import group_order  # noqa: E402
 
 TARGET = 1.0
@@ -72,7 +73,7 @@ def measure(runs_dir: Path, name: str, repeats: int) -> dict[str, dict[str, list
 
     at = big.app(runs_dir)
     at.session_state["run"] = name
-    at.switch_page("app_pages/groups.py")
+    at.switch_page(pages.path("groups"))
     at.run()  # imports and the first page: a dashboard pays them once
     rng = np.random.default_rng(35)
     out: dict[str, dict[str, list[float]]] = {}

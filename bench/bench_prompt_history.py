@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_dashboard import GROUP, check, clear_caches, make_run  # noqa: E402
+from grpo_lab.dashboard import pages  # noqa: E402
 from grpo_lab.rundir import prompt_history  # noqa: E402
 
 NAME = "big"
@@ -55,7 +56,7 @@ def page(runs: Path, prompt_id: str):
 
     at = AppTest.from_file(str(ROOT / "grpo_lab" / "dashboard" / "app.py"), default_timeout=120)
     at.run()
-    at.switch_page("app_pages/prompt_history.py")
+    at.switch_page(pages.path("prompt_history"))
     at.query_params["run"] = NAME
     at.query_params["prompt"] = prompt_id
     return at

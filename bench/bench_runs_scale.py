@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
+from grpo_lab.dashboard import pages  # noqa: E402
 from grpo_lab.rundir import annotations  # noqa: E402
 from variants_helpers import write_run  # noqa: E402
 
@@ -118,7 +119,7 @@ def measure(runs_dir: Path, repeats: int) -> dict[str, list[float]]:
         out["runs first"].append(timed(at, "runs first"))  # Runs is the default page
         time.sleep(LISTING_AGE_S)  # a rerun 2 s later, as the page's timer makes: the folder is looked at again
         out["runs rerun"].append(timed(at, "runs rerun"))
-        at.switch_page("app_pages/compare.py")
+        at.switch_page(pages.path("compare"))
         clear_caches()
         out["compare first"].append(timed(at, "compare first"))
     return out
@@ -138,7 +139,7 @@ def main() -> None:
             make_folder(warm, 3)
         at = app(warm)
         at.run()
-        at.switch_page("app_pages/compare.py")
+        at.switch_page(pages.path("compare"))
         at.run()
         rows = []
         for n in sizes:

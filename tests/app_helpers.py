@@ -6,13 +6,15 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
+from grpo_lab.dashboard import pages
+
 ROOT = Path(__file__).resolve().parent.parent
-APP = str(ROOT / "grpo_lab" / "dashboard" / "app.py")
-PAGES = ROOT / "grpo_lab" / "dashboard" / "app_pages"
+DASHBOARD = ROOT / "grpo_lab" / "dashboard"
+APP = str(DASHBOARD / "app.py")
 
 
 def open_page(page: str, run: str | None = None, lang: str = "en", **state) -> AppTest:
-    """The whole app (navigation, language switch) on app_pages/<page>.py, with `run` remembered
+    """The whole app (navigation, language switch) on `page` (pages.py), with `run` remembered
     as the last opened run and `state` preset; fails on an exception or a page that gave up."""
     at = AppTest.from_file(APP, default_timeout=60)
     if lang != "en":
@@ -22,7 +24,7 @@ def open_page(page: str, run: str | None = None, lang: str = "en", **state) -> A
         at.session_state["run"] = run
     for key, value in state.items():
         at.session_state[key] = value
-    at.switch_page(f"app_pages/{page}.py")
+    at.switch_page(pages.path(page))
     at.run()
     assert not at.exception, [e.message for e in at.exception]
     assert not [e.value for e in at.error if "hit a problem" in str(e.value)]
@@ -31,7 +33,7 @@ def open_page(page: str, run: str | None = None, lang: str = "en", **state) -> A
 
 def page_alone(name: str, lang: str = "en", timeout: float = 60) -> AppTest:
     """One page script run on its own (the concept pages), in `lang`."""
-    at = AppTest.from_file(str(PAGES / f"{name}.py"), default_timeout=timeout)
+    at = AppTest.from_file(str(DASHBOARD / pages.path(name)), default_timeout=timeout)
     if lang != "en":
         at.session_state["lang"] = lang
     return rerun(at)

@@ -9,8 +9,9 @@ import pyarrow.parquet as pq
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app_helpers import APP, charts, html_bodies, live_open, texts
+from app_helpers import APP, DASHBOARD, charts, html_bodies, live_open, texts
 
+from grpo_lab.dashboard import pages
 from grpo_lab.rundir.layout import RunPaths, part_name, visible_parts, write_json_atomic
 from grpo_lab.rundir.writer import TableWriter
 from shared_runs import copy_run, grpo_run  # noqa: F401 (a fixture: pytest finds it by name)
@@ -336,3 +337,10 @@ def test_the_entry_file_runs_outside_streamlit_too():
     import runpy
 
     runpy.run_path(APP, run_name="__mp_main__")
+
+
+def test_the_pages_table_names_every_page_file_at_its_own_address():
+    """pages.py is the one list of pages that the navigation and every link read: a file in app_pages/
+    it lacks would be served nowhere, and two pages at one address would hide one."""
+    assert {p.stem for p in (DASHBOARD / pages.FOLDER).glob("*.py")} == set(pages.PAGES)
+    assert len({p.address for p in pages.PAGES.values()}) == len(pages.PAGES)

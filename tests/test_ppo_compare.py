@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from grpo_lab.dashboard import pages
 from shared_runs import copy_run, grpo_run, ppo_run  # noqa: F401 (fixtures: pytest finds them by name)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,7 +30,7 @@ def compare(runs, monkeypatch):
         at.run()
         for key, value in state.items():
             at.session_state[key] = value
-        at.switch_page("app_pages/compare.py")
+        at.switch_page(pages.path("compare"))
         at.run()
         assert not at.exception, [e.message for e in at.exception]
         return at

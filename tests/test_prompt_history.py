@@ -11,6 +11,7 @@ from urllib.parse import parse_qs
 import pytest
 
 from app_helpers import html_bodies
+from grpo_lab.dashboard import pages
 from grpo_lab.rundir import prompt_history as ph
 from prompt_history_helpers import WORKED, import_verl_of, write_worked
 from shared_runs import copy_run, grpo_run  # noqa: F401 (a fixture: pytest finds it by name)
@@ -81,7 +82,7 @@ def history(runs: Path, monkeypatch, run: str, prompt: str, lang: str = "en", **
 
 
 def at_address(runs: Path, monkeypatch, page: str, params: dict[str, str], lang: str = "en", **state):
-    """app_pages/<page>.py opened with the address's query `params`, in `lang`."""
+    """`page` (pages.py) opened with the address's query `params`, in `lang`."""
     monkeypatch.setenv("GRPO_LAB_RUNS_DIR", str(runs))
     from streamlit.testing.v1 import AppTest
 
@@ -93,7 +94,7 @@ def at_address(runs: Path, monkeypatch, page: str, params: dict[str, str], lang:
     at.run()
     for key, value in state.items():
         at.session_state[key] = value
-    at.switch_page(f"app_pages/{page}.py")
+    at.switch_page(pages.path(page))
     for key, value in params.items():
         at.query_params[key] = value
     at.run()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from grpo_lab.dashboard import i18n
+from grpo_lab.dashboard import i18n, pages
 
 from app_helpers import APP, charts, texts
 from variants_helpers import write_run, write_sweep
@@ -29,7 +29,7 @@ def sweep_page(lang: str, **state) -> AppTest:
     at.query_params["sweep"] = "s"
     for key, value in state.items():
         at.session_state[key] = value
-    at.switch_page("app_pages/compare.py")
+    at.switch_page(pages.path("compare"))
     at.run()
     assert not at.exception, [e.message for e in at.exception]
     assert not [e.value for e in at.error]
@@ -85,7 +85,7 @@ def test_an_unknown_sweep_says_so(runs, monkeypatch):
     at = AppTest.from_file(APP, default_timeout=60)
     at.run()
     at.query_params["sweep"] = "nope"
-    at.switch_page("app_pages/compare.py")
+    at.switch_page(pages.path("compare"))
     at.run()
     assert not at.exception
     assert "No runs of sweep nope" in texts(at.warning)
@@ -100,7 +100,7 @@ def test_runs_launched_apart_group_into_variants(tmp_path, monkeypatch):
     at.run()
     at.session_state["cmp_runs"] = ["solo-s0", "solo-s1"]
     at.session_state["cmp_as_variants"] = True
-    at.switch_page("app_pages/compare.py")
+    at.switch_page(pages.path("compare"))
     at.run()
     assert not at.exception, [e.message for e in at.exception]
     assert "1 variant(s), 2 run(s)" in texts(at.caption)

@@ -1,4 +1,5 @@
-"""GRPO / PPO lab: the Streamlit entry point. Pages live in app_pages/; this file only wires them."""
+"""GRPO / PPO lab: the Streamlit entry point. The pages are listed in pages.py, their files in app_pages/; this
+file only wires them."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ if str(ROOT) not in sys.path:
 
 import streamlit as st  # noqa: E402
 
-from grpo_lab.dashboard import access, i18n  # noqa: E402
+from grpo_lab.dashboard import access, i18n, pages  # noqa: E402
 from grpo_lab.launching import allowed  # noqa: E402
 from grpo_lab.dashboard.i18n import t  # noqa: E402
 from grpo_lab.dashboard.reading import data  # noqa: E402
@@ -23,7 +24,7 @@ from grpo_lab.rewards import sandbox  # noqa: E402
 st.set_page_config(page_title="GRPO lab", page_icon="🧪", layout="wide")
 st.set_option("client.toolbarMode", "minimal")  # no "Deploy" button: config.toml is read only from the cwd
 
-PAGES = Path(__file__).parent / "app_pages"
+PAGES = Path(__file__).parent / pages.FOLDER
 
 
 def aliases(pages: dict[str, st.Page], typed: dict[str, st.Page]) -> list[st.Page]:
@@ -42,31 +43,18 @@ def _go_to(page: st.Page) -> None:
     st.switch_page(page, query_params=st.query_params.to_dict())
 
 
-def page_at(address: str, file: str, title: str, icon: str, **kwargs) -> tuple[str, st.Page]:
-    """(address, the page app_pages/`file` served there)."""
-    return address, st.Page(PAGES / file, title=title, icon=icon, url_path=address, **kwargs)
+def served(table: dict[str, pages.Page]) -> dict[str, st.Page]:
+    """Each page of `table` (pages.py) by its address, as a Streamlit page of app_pages/."""
+    return {p.address: st.Page(PAGES / f"{name}.py", title=t(p.title), icon=p.icon, url_path=p.address,
+                               default=name == "runs") for name, p in table.items()}
 
 
 # Titles follow the language switch (the switch stores the choice before this rerun); addresses do not.
 # Runs, the default page, is served at / (Streamlit ignores a default page's url_path): /runs is an alias.
-training = dict([
-    page_at("", "runs.py", t("nav.runs"), "🗂️", default=True),
-    page_at("live", "live.py", t("nav.live"), "📈"),
-    page_at("groups", "groups.py", t("nav.groups"), "👥"),
-    page_at("prompt", "prompt_history.py", t("prompt_history.title"), "📜"),
-    page_at("compare", "compare.py", t("nav.compare"), "⚖️"),
-])
-concepts = dict([
-    page_at("ppo-vs-grpo", "ppo_vs_grpo.py", t("ppo.title"), "🏗️"),
-    page_at("group-advantage", "group_advantage.py", t("group.title"), "📊"),
-    page_at("ratio-clip", "ratio_clip.py", t("clip.title"), "✂️"),
-    page_at("kl-divergence", "kl_divergence.py", t("kl.title"), "↔️"),
-    page_at("grpo-objective", "grpo_objective.py", t("obj.title"), "🧮"),
-    page_at("grpo-variants", "grpo_variants.py", t("var.title"), "🧬"),
-    page_at("quiz", "quiz.py", t("quiz.title"), "❓"),
-])
-runs = training[""]
-typed = {"runs": runs, "Runs": runs, "home": runs, "prompt-history": training["prompt"]}
+training = served(pages.TRAINING)
+concepts = served(pages.CONCEPTS)
+runs = training[pages.TRAINING["runs"].address]
+typed = {"runs": runs, "Runs": runs, "home": runs, "prompt-history": training[pages.TRAINING["prompt_history"].address]}
 navigation = st.navigation({
     t("nav.training"): [*training.values(), *aliases({**training, **concepts}, typed)],
     t("nav.concepts"): list(concepts.values()),

@@ -7,7 +7,7 @@ import html
 import pandas as pd
 import streamlit as st
 
-from grpo_lab.dashboard import ui
+from grpo_lab.dashboard import pages, ui
 from grpo_lab.dashboard.reading import data, queries
 from grpo_lab.dashboard.views import charts, group_math, groups_order, long_text, markup, rating, rescore_view
 from grpo_lab.dashboard.views import turns as turns_view
@@ -143,7 +143,8 @@ def show_group(info: RunInfo, target: Target) -> None:
         st.warning(t("groups.unknown_std_mode", mode=markup.md(repr(std_mode))))
         std_mode = "group"
     st.subheader(t("groups.heading", step=step, group=number, prompt=markup.code(prompt_id)))  # run text: never markup
-    st.page_link("app_pages/prompt_history.py", label=t("prompt_history.open"), icon="📜", query_params={"run": run, "prompt": str(prompt_id)})
+    st.page_link(pages.path("prompt_history"), label=t("prompt_history.open"), icon=pages.icon("prompt_history"),
+                 query_params={"run": run, "prompt": str(prompt_id)})
     if "dropped" in group and group["dropped"].fillna(False).astype(bool).any():
         st.info(t("groups.dropped"))  # dynamic sampling threw it away: logged, never trained on
     # whitespace markers help with the one-character demo tokenizer and hide real prose: off for real models

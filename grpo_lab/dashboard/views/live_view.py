@@ -14,7 +14,7 @@ import time
 import pandas as pd
 import streamlit as st
 
-from grpo_lab.dashboard import ui
+from grpo_lab.dashboard import pages, ui
 from grpo_lab.dashboard.reading import data, queries
 from grpo_lab.dashboard.views import (charts, curve_link, groups_order, loss_note, markup, metrics, rating,
                                      series)
@@ -84,8 +84,8 @@ def finding_links(run: str, findings: list) -> None:
     for r in findings:
         params = curve_link.finding_address(run, int(r.step), str(r.kind))
         order = names[params["sort"]] if "sort" in params else names[group_order.GROUP]
-        st.page_link("app_pages/groups.py", label=t("curve.finding_link", step=int(r.step), kind=str(r.kind),
-                                                     order=order), icon="👥", query_params=params)
+        st.page_link(pages.path("groups"), label=t("curve.finding_link", step=int(r.step), kind=str(r.kind),
+                                                    order=order), icon=pages.icon("groups"), query_params=params)
 
 
 def not_logged(info) -> tuple[str, str] | None:
@@ -141,7 +141,7 @@ def draw_panels(panels: list[tuple[int, metrics.Panel]], *, run: str, frame: dat
                 loss_note.show(run, frame)
         picked = charts.picked_x(state.selection if state is not None else None)
         if picked is not None:
-            st.switch_page("app_pages/groups.py",
+            st.switch_page(pages.path("groups"),
                            query_params=curve_link.address(run, curve_link.step_at(frame.df, x_mode, picked),
                                                            panel.metrics))
 

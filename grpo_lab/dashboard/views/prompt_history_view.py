@@ -9,14 +9,13 @@ import functools
 import pandas as pd
 import streamlit as st
 
-from grpo_lab.dashboard import ui
+from grpo_lab.dashboard import pages, ui
 from grpo_lab.dashboard.i18n import t
 from grpo_lab.dashboard.reading import prompt_queries, queries
 from grpo_lab.dashboard.views import charts, groups_view, long_text, markup
 from grpo_lab.rundir.prompt_history import DEFAULT_PASS_AT
 from grpo_lab.rundir.reader import RunInfo
 
-PAGE = "app_pages/prompt_history.py"  # its address: /prompt?run=R&prompt=ID
 PROMPT_KEY = "ph_prompt"
 SEARCH_KEY = "ph_search"
 VIEW_KEY = "ph_view"
@@ -27,7 +26,7 @@ ORDERS = {"learned": ("change", False), "forgotten": ("change", True), "never": 
 
 def link(run: str, prompt_id) -> None:
     """One click from a group (Groups, Compare) to this prompt's history in `run`."""
-    st.page_link(PAGE, label=t("prompt_history.open"), icon="📜",
+    st.page_link(pages.path("prompt_history"), label=t("prompt_history.open"), icon=pages.icon("prompt_history"),
                  query_params={"run": run, "prompt": str(prompt_id)})
 
 

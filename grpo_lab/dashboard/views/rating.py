@@ -17,7 +17,7 @@ import time
 import pandas as pd
 import streamlit as st
 
-from grpo_lab.dashboard import parse
+from grpo_lab.dashboard import pages, parse
 from grpo_lab.dashboard.i18n import per_language, t
 from grpo_lab.dashboard.views.markup import md
 from grpo_lab.rundir import labels
@@ -354,7 +354,8 @@ def waiting_notice(info: RunInfo) -> None:
     if waiting is None:
         return
     st.warning(_wait_line(info, waiting), icon="⏳")
-    st.page_link("app_pages/groups.py", label=t("rating.go_rate"), icon="👥", query_params={"run": info.name})
+    st.page_link(pages.path("groups"), label=t("rating.go_rate"), icon=pages.icon("groups"),
+                 query_params={"run": info.name})
 
 
 def show_waiting(info: RunInfo) -> bool:

@@ -11,7 +11,7 @@ import time
 import pandas as pd
 import streamlit as st
 
-from grpo_lab.dashboard import ui
+from grpo_lab.dashboard import pages, ui
 from grpo_lab.dashboard import launch_form
 from grpo_lab.launching import housekeeping, launcher
 from grpo_lab.dashboard.reading import data
@@ -107,12 +107,10 @@ def actions(name: str, runs, pending) -> None:
     pend = next((p for p in pending if p.name == name), None)
     cols = st.columns(7)
     if info is not None:
-        cols[0].page_link("app_pages/live.py", label=t("nav.live"), icon="📈", query_params={"run": name},
-                          width="stretch")
-        cols[1].page_link("app_pages/groups.py", label=t("nav.groups"), icon="👥", query_params={"run": name},
-                          width="stretch")
-        cols[2].page_link("app_pages/compare.py", label=t("nav.compare"), icon="⚖️", query_params={"runs": name},
-                          width="stretch")
+        for col, page, params in ((cols[0], "live", {"run": name}), (cols[1], "groups", {"run": name}),
+                                  (cols[2], "compare", {"runs": name})):
+            col.page_link(pages.path(page), label=t(pages.PAGES[page].title), icon=pages.icon(page),
+                          query_params=params, width="stretch")
     state = info.state if info else sweeps_view.launch_state(pend)
     if state in data.ACTIVE_STATES or state == "launching":
         cols[3].button(t("runs.stop"), key="stop", type="primary", width="stretch", on_click=act, args=("stop", name))

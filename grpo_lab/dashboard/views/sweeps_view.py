@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from grpo_lab.dashboard import ui
+from grpo_lab.dashboard import pages, ui
 from grpo_lab.dashboard.i18n import t
 from grpo_lab.launching import launcher
 from grpo_lab.dashboard.views import markup
@@ -111,7 +111,8 @@ def render(runs, pending, runs_dir: Path) -> None:
             st.dataframe(shown, hide_index=True)
             left, right = st.columns(2)
             with left:
-                st.page_link("app_pages/compare.py", label=t("sweeps.compare"), icon="⚖️", query_params={"sweep": sweep})
+                st.page_link(pages.path("compare"), label=t("sweeps.compare"), icon=pages.icon("compare"),
+                             query_params={"sweep": sweep})
             right.button(t("sweeps.list_runs"), key=f"sweep_list_{sweep}", on_click=_list_runs_of, args=(sweep,))
 
 
