@@ -150,6 +150,16 @@ def tiny_run(tmp_path) -> Callable[..., Path]:
 
 
 @pytest.fixture
+def model_and_tokenizer():
+    """The built-in tiny model (seed 0, in eval mode) and its tokenizer, new for each test (a few ms):
+    a test may leave gradients or hooks on it."""
+    from grpo_lab.trainer import tiny  # noqa: PLC0415 - torch loads only for the tests that ask for a model
+
+    tokenizer = tiny.build_tokenizer()
+    return tiny.build_model(tokenizer, seed=0).eval(), tokenizer
+
+
+@pytest.fixture
 def app(runs, monkeypatch) -> Callable:
     """open_page over the `runs` folder the test module makes (its own `runs` fixture)."""
     monkeypatch.setenv("GRPO_LAB_RUNS_DIR", str(runs))

@@ -11,18 +11,12 @@ import pytest
 import torch
 from transformers.cache_utils import Cache
 
-from grpo_lab.trainer import decode as decode_module, tiny
+from grpo_lab.trainer import decode as decode_module
 from grpo_lab.trainer.decode import FEW_ROWS, Sampling, decode, draw, few_row_linears, position_ids
 from grpo_lab.trainer.rollout import sample, token_logprobs
 
 CPU = torch.device("cpu")
 PROMPTS = ["1+2=", "13+4=", "3+4=", "5+15="]  # two lengths: the shorter ones are left-padded
-
-
-@pytest.fixture
-def model_and_tokenizer():
-    tokenizer = tiny.build_tokenizer()
-    return tiny.build_model(tokenizer, seed=0).eval(), tokenizer
 
 
 def within(got: torch.Tensor, want: torch.Tensor, n: int, sigmas: float = 5.0) -> bool:

@@ -4,15 +4,13 @@ even with --stop-on none. The real trainer, as a subprocess, a few steps each.""
 
 from __future__ import annotations
 
-import os
-import subprocess
 import textwrap
 
 import pytest
 
 from grpo_lab.rundir.status import read_status
 from grpo_lab.trainer import outcome
-from trainer_helpers import ROOT, SMALL, trainer_cmd
+from trainer_helpers import SMALL, run_trainer
 
 USER_REWARDS = textwrap.dedent('''
     def judge_down(completions, **kwargs):
@@ -31,9 +29,7 @@ def folder(tmp_path_factory):
 
 
 def train(folder, name, *args):
-    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{folder}"}
-    return subprocess.run(trainer_cmd(folder / "runs", name, *SMALL, "--sft-steps", "0", *args), cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=600)
+    return run_trainer(folder / "runs", name, *SMALL, "--sft-steps", "0", *args, timeout=600, user_modules=folder)
 
 
 def last_line(result) -> str:

@@ -4,24 +4,17 @@ from __future__ import annotations
 
 import copy
 
-import pytest
 import torch
 
 from grpo_lab.tools import CHARACTER_CALC, calculator
 from grpo_lab.tools.registry import template_tools
-from grpo_lab.trainer import multiturn, tiny
+from grpo_lab.trainer import multiturn
 from grpo_lab.trainer.decode import Sampling
 from grpo_lab.objective.functions import grpo_loss
 from grpo_lab.trainer.rollout import token_logprobs
 from grpo_lab.trainer.batch import loss_mask
 
 EOS = "</s>"
-
-
-@pytest.fixture(scope="module")
-def model_and_tokenizer():
-    tokenizer = tiny.build_tokenizer()
-    return tiny.build_model(tokenizer, seed=0).eval(), tokenizer
 
 
 def scripted(monkeypatch, tokenizer, script):

@@ -3,8 +3,6 @@ step or a checkpoint. The step is skipped, still logs, and a critical finding sa
 
 from __future__ import annotations
 
-import os
-import subprocess
 import textwrap
 
 import pytest
@@ -14,7 +12,7 @@ from safetensors.torch import load_file
 from grpo_lab.rundir.status import read_status
 from grpo_lab.trainer.doctor import Doctor
 from grpo_lab.trainer.updates import not_finite
-from trainer_helpers import ROOT, SMALL, read_table, trainer_cmd
+from trainer_helpers import SMALL, read_table, run_trainer
 
 # A user's reward that scores one completion of every batch 1e39: a finite Python float, and inf once
 # the trainer holds rewards as float32; the group's advantages are then NaN. Its inf and NaN scores
@@ -78,10 +76,8 @@ def user_module(tmp_path_factory):
 
 
 def train(folder, name, *args):
-    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{folder}"}
-    cmd = trainer_cmd(folder / "runs", name, *SMALL, "--sft-steps", "5", "--max-steps", "2", "--beta", "0.04",
-                      "--rewards", "user_rewards:huge", *args)
-    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    return run_trainer(folder / "runs", name, *SMALL, "--sft-steps", "5", "--max-steps", "2", "--beta", "0.04",
+                       "--rewards", "user_rewards:huge", *args, user_modules=folder)
 
 
 @pytest.mark.parametrize("algo", ["grpo", "ppo"])

@@ -3,7 +3,6 @@
 import pytest
 import torch
 
-from grpo_lab.trainer import tiny
 from grpo_lab.trainer.config import from_dict
 from grpo_lab.objective.functions import clipped_value_loss, gae
 from grpo_lab.trainer.value import build_value_model, token_values
@@ -11,15 +10,9 @@ from grpo_lab.trainer.decode import Sampling
 from grpo_lab.trainer.rollout import sample
 
 
-@pytest.fixture(scope="module")
-def policy_and_tokenizer():
-    tokenizer = tiny.build_tokenizer()
-    return tiny.build_model(tokenizer, seed=0).eval(), tokenizer
-
-
 @pytest.fixture()
-def rollout(policy_and_tokenizer):
-    policy, tokenizer = policy_and_tokenizer
+def rollout(model_and_tokenizer):
+    policy, tokenizer = model_and_tokenizer
     torch.manual_seed(0)
     return sample(policy, tokenizer, ["1+2=", "3+4=", "10+0="], Sampling(4, 4), torch.device("cpu"))
 
@@ -29,8 +22,8 @@ def value_model(policy):
     return build_value_model(cfg, policy, torch.device("cpu"))
 
 
-def test_a_separate_model_copied_from_the_policy_with_a_zero_head(policy_and_tokenizer, rollout):
-    policy, _ = policy_and_tokenizer
+def test_a_separate_model_copied_from_the_policy_with_a_zero_head(model_and_tokenizer, rollout):
+    policy, _ = model_and_tokenizer
     vm = value_model(policy)
     policy_ids = {id(p) for p in policy.parameters()}
     assert not any(id(p) in policy_ids for p in vm.parameters())  # nothing shared: its own weights
@@ -43,8 +36,8 @@ def test_a_separate_model_copied_from_the_policy_with_a_zero_head(policy_and_tok
     assert v.abs().sum() == 0  # every prediction starts at 0
 
 
-def test_value_of_token_t_sees_only_the_prompt_and_earlier_tokens(policy_and_tokenizer, rollout):
-    policy, _ = policy_and_tokenizer
+def test_value_of_token_t_sees_only_the_prompt_and_earlier_tokens(model_and_tokenizer, rollout):
+    policy, _ = model_and_tokenizer
     vm = value_model(policy)
     torch.nn.init.normal_(vm.head.weight)  # a non-zero head so values differ by position
     with torch.no_grad():
@@ -58,8 +51,8 @@ def test_value_of_token_t_sees_only_the_prompt_and_earlier_tokens(policy_and_tok
     assert not torch.allclose(before[:, 2:], after[:, 2:])
 
 
-def test_value_loss_decreases_on_a_fixed_batch(policy_and_tokenizer, rollout):
-    policy, _ = policy_and_tokenizer
+def test_value_loss_decreases_on_a_fixed_batch(model_and_tokenizer, rollout):
+    policy, _ = model_and_tokenizer
     vm = value_model(policy)
     mask = rollout.completion_mask.float()
     # a fixed batch: score 1 for the first two prompts' completions, 0 for the third, on the last token

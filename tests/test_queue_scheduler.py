@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,16 +14,10 @@ import pytest
 
 from grpo_lab.launching import launcher, scheduler
 from grpo_lab.rundir.reader import read_run
-from trainer_helpers import ROOT, wait_until
+from trainer_helpers import ROOT, free_port, wait_until
 
 QUICK = {"group_size": 2, "prompts_per_step": 2, "sft_steps": 1, "passes": 1, "max_new_tokens": 2,
          "token_detail_groups": 0, "flush_seconds": 0.2}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _env(runs, keys) -> dict:

@@ -3,15 +3,13 @@ train unchanged on a conversational task, a reward whose signature cannot take t
 before the model loads, and a reward that fails at step 1 stops the run."""
 
 import json
-import os
-import subprocess
 import textwrap
 
 import pytest
 
 from grpo_lab.rundir import metrics
 from grpo_lab.rundir.status import read_status
-from trainer_helpers import ROOT, SMALL, read_table, trainer_cmd
+from trainer_helpers import SMALL, read_table, run_trainer
 
 pytest.importorskip("trl.rewards")
 pytest.importorskip("math_verify")
@@ -45,10 +43,8 @@ def task_dir(tmp_path):
 def train(task_dir, name, rewards, *args, params=None):
     config = task_dir / f"{name}.json"
     config.write_text(json.dumps({"rewards": rewards, "reward_params": params or {}}))
-    cmd = trainer_cmd(task_dir / "runs", name, *SMALL, "--sft-steps", "0", "--task", str(task_dir / "sums.jsonl"),
-                      "--config", str(config), *args)
-    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{task_dir}"}
-    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    return run_trainer(task_dir / "runs", name, *SMALL, "--sft-steps", "0", "--task", str(task_dir / "sums.jsonl"),
+                       "--config", str(config), *args, user_modules=task_dir)
 
 
 def test_trls_own_rewards_train_unchanged_and_log_their_columns(task_dir):

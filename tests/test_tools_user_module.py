@@ -9,15 +9,13 @@ same module takes the `tool_calls` keyword. The trainer runs as a real subproces
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import textwrap
 from collections import Counter
 
 import pytest
 
 from grpo_lab.trainer.setup import DRY_RUN_ROWS
-from trainer_helpers import ROOT, SMALL, read_table, trainer_cmd
+from trainer_helpers import SMALL, read_table, run_trainer
 
 USER_MODULE = textwrap.dedent('''
     """A user's tools, written for TRL's GRPOTrainer."""
@@ -91,9 +89,8 @@ ARGS = [*SMALL, "--sft-steps", "80", "--task", "big_arithmetic", "--max-steps", 
 def train(tmp_path, name: str, *args: str) -> tuple:
     (tmp_path / "user_tools.py").write_text(USER_MODULE)
     log = tmp_path / f"{name}.log"
-    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}", "USER_TOOLS_LOG": str(log)}
-    result = subprocess.run(trainer_cmd(tmp_path / "runs", name, *ARGS, *args), cwd=ROOT, env=env,
-                            capture_output=True, text=True, timeout=600)
+    result = run_trainer(tmp_path / "runs", name, *ARGS, *args, timeout=600, user_modules=tmp_path,
+                         env={"USER_TOOLS_LOG": str(log)})
     assert result.returncode == 0, result.stderr[-2000:]
     records = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
     return read_table(tmp_path / "runs" / name, "samples"), records

@@ -38,10 +38,13 @@ def torchrun(*args: str, nproc: int = 2, launcher: tuple[str, ...] = ()) -> list
     return [*base, "--nproc-per-node", str(nproc), *(launcher or ("--master-port", str(free_port()))), *args]
 
 
-def run_trainer(runs_dir: Path, name: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run(trainer_cmd(runs_dir, name, *args), cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=timeout)
+def run_trainer(runs_dir: Path, name: str, *args: str, timeout: float = 300, user_modules: Path | None = None,
+                env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """The trainer to its end. `user_modules`: a folder the run imports rewards, tools or environments
+    from (`module:function`); `env`: variables added to this process's."""
+    path = str(ROOT) + (f"{os.pathsep}{user_modules}" if user_modules else "")
+    return subprocess.run(trainer_cmd(runs_dir, name, *args), cwd=ROOT, env={**os.environ, **(env or {}), "PYTHONPATH": path},
+                          capture_output=True, text=True, timeout=timeout)
 
 
 def start_trainer(runs_dir: Path, name: str, *args: str) -> subprocess.Popen:

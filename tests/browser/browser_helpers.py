@@ -13,7 +13,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -26,7 +25,7 @@ from playwright.sync_api import expect
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))  # trainer_helpers, also when only tests/browser is collected
-from trainer_helpers import wait_until  # noqa: E402
+from trainer_helpers import free_port, wait_until  # noqa: E402
 
 LOCALES = ROOT / "grpo_lab" / "dashboard" / "locales"
 ARTIFACTS = ROOT / "test-artifacts"
@@ -38,12 +37,6 @@ MAIN = "[data-testid=stMainBlockContainer]"
 
 
 # --- the server ---------------------------------------------------------------------------------
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 @contextlib.contextmanager
 def streamlit_server(runs: Path):
