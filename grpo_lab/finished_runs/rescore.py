@@ -48,17 +48,17 @@ import pandas as pd
 
 from grpo_lab import rewards
 from grpo_lab.objective.options import STD_MODES
+from grpo_lab.rewards.registry import READS_COLUMN
 from grpo_lab.rundir import json_file, rescores
 from grpo_lab.rundir.importers.samples import COLUMN_PREFIX, SOURCE_COMPLETION, SOURCE_COMPLETION_IDS, SOURCE_PROMPT
 from grpo_lab.rundir.layout import valid_run_name
 from grpo_lab.rundir.query import query
 from grpo_lab.rundir.reader import open_regular
+from grpo_lab.trainer.data import ANSWER_ALIASES
 
 PARAMS_DEPTH = 8  # --reward-params nests 2 levels (reward -> parameter); a list or mapping value a few more
 EXAMPLES = 100  # (step, group) pairs the summary lists for each kind of change
 CHANGED_TOL = 1e-6  # a reward that moved less (relative) only lost float digits (an import's float64 vs float32)
-# The answer column under the names other trainers' rewards read it (docs/run-directory.md, `answer`)
-ANSWER_ALIASES = {"trl": "solution", "verl": "ground_truth"}
 READ_COLUMNS = ("step", "group", "sample_idx", "prompt_id", "prompt", "completion", "answer", "reward",
                 "advantage", "dropped", "turns", SOURCE_PROMPT, SOURCE_COMPLETION, SOURCE_COMPLETION_IDS)
 CALL_DEPTH = 64  # a logged prompt, completion or column value: JSON nested at most this deep (the runs folder's reader)
@@ -279,8 +279,6 @@ def trainer_state(config: dict, prompts: int, step: int):
 def check_inputs(fns: dict[str, tuple[Callable, float]], request: Request, columns: list[str]) -> None:
     """Refused before anything is scored: a reward whose signature cannot take the trainer's call
     (the dry run's check), or one that reads a column the run did not log."""
-    from grpo_lab.trainer.data import READS_COLUMN  # noqa: PLC0415
-
     for name, (fn, _weight) in fns.items():
         column = request.reward_params.get(name, {}).get("column", READS_COLUMN.get(name))
         if column and column not in columns:

@@ -27,13 +27,14 @@ import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 from grpo_lab.rewards._text import as_text, require_column
+from grpo_lab.rewards.registry import READS_COLUMN
 from grpo_lab.rewards.sandbox import Limits, resolve_isolation, run_python
 
 _FENCE = re.compile(r"```[ \t]*(?:python3?|py)?[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL | re.IGNORECASE)
 
 
 def code_tests_reward(
-    column: str = "tests",
+    column: str = READS_COLUMN["code_tests"],
     timeout_s: float = 5.0,
     memory_mb: int = 512,
     max_output_kb: int = 1024,

@@ -28,11 +28,12 @@ import importlib.util
 
 from grpo_lab.rewards import math_verify_pool
 from grpo_lab.rewards._text import as_text, require_column
+from grpo_lab.rewards.registry import READS_COLUMN
 from grpo_lab.rewards.verifier import MODES, judge
 
 
 def correctness_reward(
-    column: str = "answer",
+    column: str = READS_COLUMN["correctness"],
     mode: str = "lenient",
     symbolic: bool = True,
     multiple_choice: bool | None = None,

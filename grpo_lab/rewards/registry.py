@@ -31,6 +31,10 @@ _REGISTRY: dict[str, str] = {
     "human": "grpo_lab.rewards.human:human_reward",
 }
 
+# Registered rewards that read a dataset column, and the column each reads unless its `column` parameter
+# says otherwise (their factories' default; the trainer and a rescore check the data holds it).
+READS_COLUMN = {"correctness": "answer", "code_tests": "tests"}
+
 
 # The values a registered reward returns whatever its parameters (None: no bound on that side); rewards
 # not here (and `module:function` ones) have no known range. Compare keeps a band of `reward/mean` inside

@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from grpo_lab.rewards.registry import READS_COLUMN
 from grpo_lab.trainer.config import BUILTIN_TASKS, Config, ConfigError
 from grpo_lab.trainer.hub import hub_reachable, looks_local
 from grpo_lab.trainer.tasks import Task, arithmetic, big_arithmetic, word_problems
@@ -183,8 +184,11 @@ def _short(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-# Rewards that read a dataset column, and the column they read unless reward_params say otherwise.
-READS_COLUMN = {"correctness": "answer", "code_tests": "tests"}
+# The reference answer under the names other trainers' rewards read it (docs/run-directory.md, `answer`):
+# a rescore of an imported run passes it under its source's name too.
+ANSWER_ALIASES = {"trl": "solution", "verl": "ground_truth"}
+# A dataset row's reference answer, by the names datasets give it: the first one the row holds.
+REFERENCE_COLUMNS = ("answer", *ANSWER_ALIASES.values())
 
 
 def build_tasks(cfg: Config) -> tuple[Task, Task | None]:

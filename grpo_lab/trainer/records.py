@@ -15,6 +15,7 @@ import torch
 from grpo_lab.objective import mismatch
 from grpo_lab.rundir import metrics
 from grpo_lab.tools import environments as env_rules
+from grpo_lab.trainer.data import REFERENCE_COLUMNS
 from grpo_lab.trainer.doctor import repetitive
 from grpo_lab.trainer.timing import rank_scalars, rank_seconds
 from grpo_lab.trainer.updates import LastPass, TokenStats, Updates
@@ -195,10 +196,6 @@ def _log_tables(c: Components, step, batch, stats, last, *, advantages, per_toke
         if batch.rollout.sampler_logp is not None:  # optional: a rollout with tools, or joined rounds, has none
             columns["logp_sampler"] = batch.rollout.sampler_logp
         c.writer.log("tokens", token_rows(step, batch, which, c.tokenizer, columns))
-
-
-# The dataset's reference answer, by the names datasets give it (TRL's `solution`, verl's `ground_truth`).
-REFERENCE_COLUMNS = ("answer", "solution", "ground_truth")
 
 
 def reference(row: dict) -> str | None:
