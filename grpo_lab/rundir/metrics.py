@@ -276,6 +276,18 @@ def registered_name(column: str) -> str | None:
     return next((name for name, pattern in _PATTERNS if pattern.match(column)), None)
 
 
+def named(name: str, fn: str | None = None) -> str:
+    """A scalars column by its name in this registry, `<fn>` filled in: a name the registry does not hold
+    fails here, the first time the trainer writes (or reads) it, not in a reader.
+
+    >>> named("kl/mean"), named("rewards/<fn>/mean", "correctness")
+    ('kl/mean', 'rewards/correctness/mean')
+    """
+    if name not in ROWS:
+        raise KeyError(f"{name!r} is not in grpo_lab/rundir/metrics.py: register it there first")
+    return name if fn is None else name.replace("<fn>", fn)
+
+
 def value_bounds(column: str) -> Bounds:
     """The values a scalars column can take, from its registry row: (lowest, highest), None unbounded.
 

@@ -45,14 +45,15 @@ import torch
 import torch.distributed as dist
 
 from grpo_lab.rundir.layout import read_json
+from grpo_lab.rundir.metrics import named
 from grpo_lab.trainer import checkpoint
 from grpo_lab.trainer.config import Config, ConfigError, launched_world_size
 from grpo_lab.trainer.batch import concat_batches
 from grpo_lab.trainer.updates import LastPass, TokenStats
 
 # Figures a step function adds to step_scalars' per rank; combined across ranks by rank 0.
-ACROSS_RANKS = {"groups/kept": sum, "groups/dropped": sum, "groups/sampling_rounds": max,
-                "loss/entropy_bonus": lambda values: sum(values) / len(values)}
+ACROSS_RANKS = {named("groups/kept"): sum, named("groups/dropped"): sum, named("groups/sampling_rounds"): max,
+                named("loss/entropy_bonus"): lambda values: sum(values) / len(values)}
 # How gloo / NCCL word a collective whose peer process is gone
 PEER_LOST = ("Connection closed by peer", "Connection reset by peer", "Broken pipe", "DistBackendError",
              "NCCL communicator was aborted", "Read error")

@@ -13,6 +13,8 @@ import math
 from collections import deque
 from dataclasses import asdict, dataclass
 
+from grpo_lab.rundir.metrics import named
+
 SEVERITIES = ("info", "warning", "critical")
 
 # Thresholds (documented in docs/run-directory.md, "tables/events").
@@ -29,7 +31,7 @@ ENTROPY_RISE = 1.5  # ... and this many times the entropy of the run's first che
 REPEAT_SHARE = 0.5  # of completions that are mostly one repeated word
 MISMATCH_WARNING = 0.05  # mismatch/out_frac: tokens the sampler drew with w outside [0.9, 1.1]
 HIGH_LR_PRETRAINED = 1e-4  # a pretrained model with a learning rate above this tends to collapse
-WATCHED = ("loss/total", "loss/policy", "grad/norm", "kl/mean", "ratio/max", "entropy/mean")
+WATCHED = tuple(map(named, ("loss/total", "loss/policy", "grad/norm", "kl/mean", "ratio/max", "entropy/mean")))
 
 
 @dataclass(frozen=True)
@@ -82,30 +84,30 @@ class Doctor:
         if bad and not skipped:  # a skipped update's NaN never reached the weights
             out.append(("non_finite", "critical", f"{', '.join(bad)} not finite (NaN or inf)",
                         "the weights are likely broken: " + self._lr_hint()))
-        kl = m.get("kl/mean", 0.0)
+        kl = m.get(named("kl/mean"), 0.0)
         if math.isfinite(kl) and kl > KL_WARNING:
             severe = kl > KL_CRITICAL
             out.append(("kl_explosion", "critical" if severe else "warning",
                         f"kl/mean {kl:.3g} nats per token (threshold {KL_CRITICAL if severe else KL_WARNING:g}): the "
                         "policy has left the reference far behind", self._lr_hint()))
-        ratio = m.get("ratio/max", 1.0)
+        ratio = m.get(named("ratio/max"), 1.0)
         if math.isfinite(ratio) and ratio > RATIO_WARNING:
             out.append(("ratio_explosion", "warning", f"ratio/max {ratio:.3g} (threshold {RATIO_WARNING:g}): an update "
                         "moved some tokens' probability far from the sampling policy",
                         "fewer passes, a lower lr, or a smaller epsilon"))
-        drift = m.get("mismatch/out_frac", math.nan)
+        drift = m.get(named("mismatch/out_frac"), math.nan)
         if math.isfinite(drift) and drift > MISMATCH_WARNING:
             out.append(("sampler_mismatch", "warning", f"{drift:.0%} of tokens were drawn with probabilities more "
                         f"than 10% from the trainer's (mismatch/out_frac, threshold {MISMATCH_WARNING:.0%}; "
-                        f"max |log w| {m.get('mismatch/logp_diff_max', math.nan):.3g}): the ratio no longer measures "
+                        f"max |log w| {m.get(named('mismatch/logp_diff_max'), math.nan):.3g}): the ratio no longer measures "
                         "the policy's drift from what sampled the data",
                         "sample and train in the same dtype and temperature; or correct it: mismatch_correction "
                         "token_truncate (or sequence_mask)"))
-        grad = m.get("grad/norm", 0.0)
+        grad = m.get(named("grad/norm"), 0.0)
         if self.max_grad_norm > 0 and math.isfinite(grad) and grad > GRAD_FACTOR * self.max_grad_norm:
             out.append(("grad_explosion", "warning", f"grad/norm {grad:.3g} before clipping, {grad / self.max_grad_norm:.0f}x "
                         f"max_grad_norm {self.max_grad_norm:g}", self._lr_hint()))
-        entropy = m.get("entropy/mean", math.nan)
+        entropy = m.get(named("entropy/mean"), math.nan)
         if math.isfinite(entropy) and entropy < ENTROPY_LOW:
             out.append(("entropy_collapse", "warning", f"entropy/mean {entropy:.3g} nats: the policy samples almost "
                         "deterministically, so groups stop differing", "raise temperature, lower lr, or add beta"))
@@ -116,18 +118,18 @@ class Doctor:
             out.append(("entropy_explosion", "critical", f"entropy/mean {entropy:.3g} nats, near uniform over the "
                         f"vocabulary ({self.max_entropy:.2f}): completions are noise", self._lr_hint()))
         recent = list(self.history)
-        if len(recent) >= STUCK_STEPS and all(r.get("reward/std") == 0 for r in recent[-STUCK_STEPS:]):
+        if len(recent) >= STUCK_STEPS and all(r.get(named("reward/std")) == 0 for r in recent[-STUCK_STEPS:]):
             out.append(("reward_constant", "warning", f"every completion got the same reward for {STUCK_STEPS} steps "
-                        f"(reward {m.get('reward/mean', math.nan):.3g})",
+                        f"(reward {m.get(named('reward/mean'), math.nan):.3g})",
                         "check the reward function on a few completions (Groups page); a collapsed policy also does this"))
         if (len(recent) >= NO_SIGNAL_STEPS
-                and all(r.get("groups/frac_zero_std") == 1 for r in recent[-NO_SIGNAL_STEPS:])):
+                and all(r.get(named("groups/frac_zero_std")) == 1 for r in recent[-NO_SIGNAL_STEPS:])):
             out.append(("no_signal", "warning", f"no group had a reward spread for {NO_SIGNAL_STEPS} steps: "
                         "no learning signal", "an easier task or a larger group_size; or a reward with partial credit"))
-        if len(recent) >= STUCK_STEPS and all(r.get("completion/truncated_frac") == 1 for r in recent[-STUCK_STEPS:]):
+        if len(recent) >= STUCK_STEPS and all(r.get(named("completion/truncated_frac")) == 1 for r in recent[-STUCK_STEPS:]):
             out.append(("all_truncated", "warning", f"every completion hit max_new_tokens for {STUCK_STEPS} steps",
                         "raise max_new_tokens, or ask for a shorter answer in the prompt"))
-        share = m.get("completion/repetitive_frac", 0.0)
+        share = m.get(named("completion/repetitive_frac"), 0.0)
         if share > REPEAT_SHARE:
             out.append(("degenerate_text", "warning", f"{share:.0%} of completions repeat one word over and over",
                         "lower lr; a repetition reward can help"))
@@ -171,7 +173,7 @@ def nothing_scored(m: dict[str, float]) -> bool:
     fractions = _none_fracs(m)
     if fractions:
         return all(frac == 1 for frac in fractions.values())
-    mean = m.get("reward/mean", 0.0)
+    mean = m.get(named("reward/mean"), 0.0)
     return isinstance(mean, float) and math.isnan(mean)
 
 
@@ -183,12 +185,12 @@ def reward_failures(m: dict[str, float], notes: dict[str, str]) -> list[tuple[st
     the call, the fix. reward_unscored: no reward scored any completion (`nothing_scored`).
     ratings_missing (a warning): the same, because nobody rated the step within the human reward's wait."""
     out = []
-    failed = [fn for fn, frac in _none_fracs(m).items() if frac == 1 and m.get(f"rewards/{fn}/errors", 0) > 0]
+    failed = [fn for fn, frac in _none_fracs(m).items() if frac == 1 and m.get(named("rewards/<fn>/errors", fn), 0) > 0]
     if failed:
         fn = failed[0]
         note = notes.get(fn, "")
         others = f" (and {len(failed) - 1} more reward(s): {', '.join(failed[1:])})" if len(failed) > 1 else ""
-        message = (f"reward {fn!r} failed on every completion ({m[f'rewards/{fn}/errors']:.0f} failures){others}"
+        message = (f"reward {fn!r} failed on every completion ({m[named('rewards/<fn>/errors', fn)]:.0f} failures){others}"
                    + (f"; first: {note}" if note else ""))
         if "; takes " in note:  # combine.call_problem: "<error>: called with a, b; takes (c, d)"
             fix = "called with " + note.rsplit("called with ", 1)[-1]

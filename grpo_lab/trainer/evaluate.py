@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from grpo_lab import rewards
+from grpo_lab.rundir.metrics import named
 from grpo_lab.trainer import multiturn
 from grpo_lab.trainer.decode import Sampling
 from grpo_lab.trainer.rollout import sample
@@ -76,16 +77,16 @@ def evaluate(c: Components) -> dict[str, float]:
                                      completion_ids=ids, step=c.step,
                                      turns=turns if tools else None).per_reward[ACCURACY_REWARD]
     metrics = {
-        "eval/reward_mean": _mean(scores.total),
-        "eval/accuracy": _mean(accuracy) if accuracy is not None else math.nan,
-        **{f"eval/rewards/{name}/mean": _mean(s) for name, s in scores.per_reward.items()},
-        "eval/completion/length_mean": sum(lengths) / len(lengths),
-        "eval/completion/truncated_frac": sum(truncated) / len(truncated),
-        "eval/prompts": float(len(rows)),
-        "eval/time_s": time.perf_counter() - start,
+        named("eval/reward_mean"): _mean(scores.total),
+        named("eval/accuracy"): _mean(accuracy) if accuracy is not None else math.nan,
+        **{named("eval/rewards/<fn>/mean", name): _mean(s) for name, s in scores.per_reward.items()},
+        named("eval/completion/length_mean"): sum(lengths) / len(lengths),
+        named("eval/completion/truncated_frac"): sum(truncated) / len(truncated),
+        named("eval/prompts"): float(len(rows)),
+        named("eval/time_s"): time.perf_counter() - start,
     }
     if tools is not None:
-        metrics["eval/tools/calls_per_rollout"] = sum(sum("tool" in turn for turn in t) for t in turns) / len(turns)
-    c.log.info("eval: %d prompts, reward %.3f, accuracy %.3f", len(rows), metrics["eval/reward_mean"],
-               metrics["eval/accuracy"])
+        metrics[named("eval/tools/calls_per_rollout")] = sum(sum("tool" in turn for turn in t) for t in turns) / len(turns)
+    c.log.info("eval: %d prompts, reward %.3f, accuracy %.3f", len(rows), metrics[named("eval/reward_mean")],
+               metrics[named("eval/accuracy")])
     return metrics

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import torch
 
+from grpo_lab.rundir.metrics import named
+
 PEAK_ENV = "GRPO_LAB_PEAK_TFLOPS"
 # Dense bf16 tensor-core peaks in TFLOP/s (the vendors' data sheets), by a piece of
 # torch.cuda.get_device_name(); the first match counts, so longer names come first.
@@ -63,4 +65,4 @@ class GpuPerf:
         achieved = model_flops(self.params, sampled_tokens, trained_tokens) / seconds if seconds > 0 else math.nan
         memory = torch.cuda.max_memory_allocated(self.device) / 1e9
         torch.cuda.reset_peak_memory_stats(self.device)
-        return {"perf/mfu": achieved / self.peak, "perf/gpu_memory_gb": memory}
+        return {named("perf/mfu"): achieved / self.peak, named("perf/gpu_memory_gb"): memory}

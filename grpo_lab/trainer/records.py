@@ -14,6 +14,7 @@ import torch
 
 from grpo_lab.objective import mismatch
 from grpo_lab.rundir import metrics
+from grpo_lab.rundir.metrics import named  # also the step functions' (grpo.py, ppo.py)
 from grpo_lab.tools import environments as env_rules
 from grpo_lab.trainer.data import REFERENCE_COLUMNS
 from grpo_lab.trainer.doctor import repetitive
@@ -25,14 +26,6 @@ if TYPE_CHECKING:  # the type alone: components.py is built by setup.py
 
 # Fixed ratio histogram bins: 40 bins over [0.5, 1.5]; values beyond fall into the end bins.
 RATIO_EDGES = torch.linspace(0.5, 1.5, 41)
-
-
-def named(name: str, fn: str | None = None) -> str:
-    """A scalars column by its name in the metrics registry (rundir/metrics.py), `<fn>` filled in: a
-    name the registry does not hold fails here, the first time the trainer writes it, not in a reader."""
-    if name not in metrics.ROWS:
-        raise KeyError(f"{name!r} is not in grpo_lab/rundir/metrics.py: register it there first")
-    return name if fn is None else name.replace("<fn>", fn)
 
 
 def row_names(first: str, fn: str | None = None) -> list[str]:

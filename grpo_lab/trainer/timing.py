@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from grpo_lab.rundir.metrics import PHASES, RANK_PHASES  # the registry's: the scalars they become live there
+from grpo_lab.rundir.metrics import PHASES, RANK_PHASES, named  # the registry's: the scalars they become live there
 
 
 class PhaseTimer:
@@ -57,10 +57,10 @@ class PhaseTimer:
         self.tokens[phase] += int(tokens)
 
     def scalars(self) -> dict[str, float]:
-        out = {f"time/{name}_s": s for name, s in self.seconds.items()}
+        out = {named(f"time/{name}_s"): s for name, s in self.seconds.items()}
         for phase, n in self.tokens.items():
             seconds = self.seconds[phase]
-            out[f"perf/{phase}_tokens_per_s"] = n / seconds if seconds > 0 else 0.0
+            out[named(f"perf/{phase}_tokens_per_s")] = n / seconds if seconds > 0 else 0.0
         if self.gpu is not None:
             out.update(self.gpu.scalars(self.tokens["generation"], self.tokens["update"], self._now() - self.started))
         self.__init__(self.gpu, self.sync)
@@ -78,6 +78,6 @@ def rank_scalars(seconds: dict[str, list[float]]) -> dict[str, float]:
     rank's seconds, {phase: [rank 0's, rank 1's, ...]}."""
     out: dict[str, float] = {}
     for phase, values in seconds.items():
-        out[f"time/{phase}_s_max"] = max(values)
-        out[f"time/{phase}_s_mean"] = sum(values) / len(values)
+        out[named(f"time/{phase}_s_max")] = max(values)
+        out[named(f"time/{phase}_s_mean")] = sum(values) / len(values)
     return out
