@@ -23,19 +23,9 @@ from grpo_lab.trainer.config import Config
 from grpo_lab.trainer.decode import Sampling
 from grpo_lab.trainer.distributed import Dist, launch, wrap
 from grpo_lab.trainer.rollout import sample, token_logprobs
+from model_helpers import lively
 
 TEMPERATURE = 1.3
-
-
-def lively_model(tokenizer):
-    """The tiny model with wider weights (seeded): log-probs far from uniform, gradients not tiny."""
-    model = tiny.build_model(tokenizer, seed=0)
-    gen = torch.Generator().manual_seed(1)
-    with torch.no_grad():
-        for p in model.parameters():
-            if p.dim() == 2:
-                p.copy_(0.3 * torch.randn(p.shape, generator=gen))
-    return model.eval()
 
 
 def full_grads(model) -> dict[str, torch.Tensor]:
@@ -49,12 +39,12 @@ def full_grads(model) -> dict[str, torch.Tensor]:
 def check(d: Dist, chunk_bytes: float) -> dict:
     tokenizer = tiny.build_tokenizer()
     torch.manual_seed(0)  # the same rollout on every rank
-    rollout = sample(lively_model(tokenizer), tokenizer, ["1+2=", "13+4=", "5*6=", "7-1="], Sampling(2, 6, 1.3),
+    rollout = sample(lively(tiny.build_model(tokenizer, seed=0)), tokenizer, ["1+2=", "13+4=", "5*6=", "7-1="], Sampling(2, 6, 1.3),
                      torch.device("cpu"))
     mask = rollout.completion_mask.float()
     total = float(mask.sum())
     rows = torch.arange(d.rank, len(mask), d.world_size)
-    model = wrap(d, lively_model(tokenizer))
+    model = wrap(d, lively(tiny.build_model(tokenizer, seed=0)))
     calls = []
     real = rollout_module.head_logprobs
     rollout_module.head_logprobs = lambda *a, **k: calls.append(1) or real(*a, **k)
@@ -70,7 +60,7 @@ def check(d: Dist, chunk_bytes: float) -> dict:
     torch.distributed.all_reduce(full)
     result = {"chunked": bool(calls)}
     if d.rank == 0:
-        plain = lively_model(tokenizer)
+        plain = lively(tiny.build_model(tokenizer, seed=0))
         want, _ = token_logprobs(plain, rollout, TEMPERATURE, chunk_bytes=float("inf"))
         ((want * mask).sum() / total).backward()
         result["logp_diff"] = float((full - want.detach()).abs().max())

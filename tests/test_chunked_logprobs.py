@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import math
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -29,6 +28,7 @@ from grpo_lab.trainer.decode import Sampling
 from grpo_lab.trainer.models import add_lora, enable_gradient_checkpointing
 from grpo_lab.trainer.rollout import sample, token_logprobs
 from grpo_lab.trainer.run import train
+from model_helpers import lively
 from trainer_helpers import ROOT, read_table, torchrun
 
 CPU = torch.device("cpu")
@@ -45,16 +45,6 @@ def whole_logprobs(logits: torch.Tensor, targets: torch.Tensor, temperature: flo
     """Today's math: a float32 log-softmax over the whole logits, a gather, the entropy of the rows."""
     logp_all = torch.log_softmax(logits.float() / temperature, dim=-1)
     return logp_all.gather(-1, targets.unsqueeze(-1)).squeeze(-1), objective.entropy(logp_all)
-
-
-def lively(model: nn.Module) -> nn.Module:
-    """Wider weights (seeded): distributions far from uniform, so gradients are not all near zero."""
-    gen = torch.Generator().manual_seed(1)
-    with torch.no_grad():
-        for p in model.parameters():
-            if p.dim() == 2:
-                p.copy_(0.3 * torch.randn(p.shape, generator=gen))
-    return model.eval()
 
 
 def tiny_model() -> nn.Module:

@@ -14,6 +14,7 @@ from transformers.cache_utils import Cache
 from grpo_lab.trainer import decode as decode_module
 from grpo_lab.trainer.decode import FEW_ROWS, Sampling, decode, draw, few_row_linears, position_ids
 from grpo_lab.trainer.rollout import sample, token_logprobs
+from model_helpers import lively
 
 CPU = torch.device("cpu")
 PROMPTS = ["1+2=", "13+4=", "3+4=", "5+15="]  # two lengths: the shorter ones are left-padded
@@ -50,18 +51,6 @@ def test_decoded_first_tokens_follow_the_models_own_distribution(model_and_token
     for i in range(2):
         counts = first[i * n:(i + 1) * n].bincount(minlength=logits.shape[1])
         assert within(counts / n, torch.softmax(logits[i] / temperature, dim=-1), n)
-
-
-def lively(model):
-    """The tiny model with its matrices drawn wider (std 0.3, seeded): its greedy completions differ
-    from prompt to prompt and some end (EOS) early, after different numbers of tokens; the
-    initial ones all repeat one character to the end."""
-    torch.manual_seed(1)
-    with torch.no_grad():
-        for p in model.parameters():
-            if p.dim() == 2:
-                p.normal_(0, 0.3)
-    return model
 
 
 def greedy_endings(model, tokenizer) -> tuple[list[str], list[str]]:

@@ -10,7 +10,8 @@ from grpo_lab.trainer import tiny
 from grpo_lab.trainer.decode import Sampling
 from grpo_lab.trainer.rollout import sample, token_logprobs
 from grpo_lab.trainer.batch import Batch
-from test_decode import greedy_endings, lively
+from model_helpers import lively
+from test_decode import greedy_endings
 
 CPU = torch.device("cpu")
 

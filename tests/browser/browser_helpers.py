@@ -224,6 +224,29 @@ def to_chinese(page, heading: str) -> None:
     wait_idle(page)
 
 
+def open_groups(page, url: str, run: str, lang: str) -> tuple[int, int]:
+    """Groups on `run`, in `lang`; the (step, group) its first group heading names once it is drawn."""
+    page.goto(f"{url}/groups?run={run}")
+    wait_idle(page)
+    if lang == "zh":
+        to_chinese(page, locale("zh")["nav.groups"])
+    heading = page.locator("h3").filter(has_text=re.compile(r"\d+ .*·.*\d+ .*·")).first  # groups.heading
+    expect(heading).to_be_visible()
+    step, group = (int(n) for n in re.findall(r"\d+", heading.inner_text())[:2])
+    return step, group
+
+
+def imported_verl_run(root: Path) -> Path:
+    """A verl rollout dump (test_import_runs' writer) imported as `root/runs/verl`: a run without a trainer;
+    its runs folder."""
+    from test_import_runs import write_verl_dump  # noqa: PLC0415 - tests/ is on the path (see above)
+
+    cli = __import__("importlib").import_module("grpo_lab.rundir.import")
+    write_verl_dump(root / "dump")
+    assert cli.main([str(root / "dump"), "--name", "verl", "--runs-dir", str(root / "runs")]) == 0
+    return root / "runs"
+
+
 def main_text(page) -> str:
     """The text of the page's main area as a reader sees it, without code blocks (logs, configs)."""
     return page.locator(MAIN).first.evaluate(

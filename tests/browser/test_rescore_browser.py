@@ -5,30 +5,23 @@ is a verl dump imported (no trainer needed), rescored with a length reward befor
 from __future__ import annotations
 
 import re
-import sys
-from pathlib import Path
 
 import pytest
-from browser_helpers import (assert_page_whole, literal, locale, streamlit_server, to_chinese, wait_idle,
-                             wait_until_healthy)
+from browser_helpers import (assert_page_whole, imported_verl_run, literal, locale, streamlit_server, to_chinese,
+                             wait_idle, wait_until_healthy)
 from playwright.sync_api import expect
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from test_import_runs import write_verl_dump  # noqa: E402
-
-from grpo_lab.finished_runs import rescore  # noqa: E402
-from grpo_lab.rundir import rescores  # noqa: E402
+from grpo_lab.finished_runs import rescore
+from grpo_lab.rundir import rescores
 
 pytestmark = pytest.mark.browser
 expect.set_options(timeout=60_000)
-cli = __import__("importlib").import_module("grpo_lab.rundir.import")
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     root = tmp_path_factory.mktemp("rescore-browser")
-    write_verl_dump(root / "dump")
-    assert cli.main([str(root / "dump"), "--name", "verl", "--runs-dir", str(root / "runs")]) == 0
+    imported_verl_run(root)
     rescore.rescore(root / "runs" / "verl", rescore.parse_request("length", params={"length": {"max_len": 1}},
                                                                   name="short"))
     with streamlit_server(root / "runs") as url:

@@ -6,26 +6,19 @@ rescore is written."""
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
-from browser_helpers import locale, streamlit_server, wait_idle, wait_until_healthy
+from browser_helpers import imported_verl_run, locale, streamlit_server, wait_idle, wait_until_healthy
 from playwright.sync_api import expect
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from test_import_runs import write_verl_dump  # noqa: E402
 
 pytestmark = pytest.mark.browser
 expect.set_options(timeout=60_000)
-cli = __import__("importlib").import_module("grpo_lab.rundir.import")
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     root = tmp_path_factory.mktemp("rescore-checks-browser")
-    write_verl_dump(root / "dump")
-    assert cli.main([str(root / "dump"), "--name", "verl", "--runs-dir", str(root / "runs")]) == 0
+    imported_verl_run(root)
     program = root / "elsewhere" / "python3"
     program.parent.mkdir()
     program.write_text(f"#!/bin/sh\necho ran >> {root / 'elsewhere' / 'ran.marker'}\n")

@@ -4,10 +4,9 @@ apart from the model's text, and the group's table with its tool calls and tool 
 
 from __future__ import annotations
 
-import re
 
 import pytest
-from browser_helpers import assert_page_whole, locale, to_chinese, wait_idle
+from browser_helpers import assert_page_whole, locale, open_groups
 from playwright.sync_api import expect
 from trainer_helpers import SMALL, read_table, run_trainer
 
@@ -30,13 +29,7 @@ def tools_run(server):
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_groups_shows_a_rollouts_turns_and_tool_calls(tools_run, page, lang):
     url, samples = tools_run
-    page.goto(f"{url}/groups?run={NAME}")
-    wait_idle(page)
-    if lang == "zh":
-        to_chinese(page, locale("zh")["nav.groups"])
-    heading = page.locator("h3").filter(has_text=re.compile(r"\d+ .*·.*\d+ .*·")).first  # groups.heading
-    expect(heading).to_be_visible()
-    step, group = (int(n) for n in re.findall(r"\d+", heading.inner_text())[:2])
+    step, group = open_groups(page, url, NAME, lang)
     rows = samples[(samples["step"] == step) & (samples["group"] == group)]
     rows = rows.sort_values(["advantage", "sample_idx"], ascending=[False, True])  # the page's order
 

@@ -4,10 +4,9 @@ run directory has them, and "not logged by TRL" where a native run shows its tok
 
 from __future__ import annotations
 
-import re
 
 import pytest
-from browser_helpers import assert_page_whole, literal, locale, to_chinese, wait_idle
+from browser_helpers import assert_page_whole, literal, locale, open_groups
 from playwright.sync_api import expect
 from trainer_helpers import read_table
 
@@ -37,13 +36,7 @@ def words(text: str) -> str:
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_groups_shows_a_trl_group(trl_run, page, lang):
     url, samples = trl_run
-    page.goto(f"{url}/groups?run={NAME}")
-    wait_idle(page)
-    if lang == "zh":
-        to_chinese(page, locale("zh")["nav.groups"])
-    heading = page.locator("h3").filter(has_text=re.compile(r"\d+ .*·.*\d+ .*·")).first  # groups.heading
-    expect(heading).to_be_visible()
-    step, group = (int(n) for n in re.findall(r"\d+", heading.inner_text())[:2])
+    step, group = open_groups(page, url, NAME, lang)
     assert step == samples["step"].max()  # the page opens on the latest logged step
     rows = samples[(samples["step"] == step) & (samples["group"] == group)]
     rows = rows.sort_values(["advantage", "sample_idx"], ascending=[False, True])  # the page's order
