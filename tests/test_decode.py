@@ -14,7 +14,7 @@ from transformers.cache_utils import Cache
 from grpo_lab.trainer import decode as decode_module
 from grpo_lab.trainer.decode import FEW_ROWS, Sampling, decode, draw, few_row_linears, position_ids
 from grpo_lab.trainer.rollout import sample, token_logprobs
-from model_helpers import lively
+from model_helpers import greedy_endings, lively
 
 CPU = torch.device("cpu")
 PROMPTS = ["1+2=", "13+4=", "3+4=", "5+15="]  # two lengths: the shorter ones are left-padded
@@ -51,13 +51,6 @@ def test_decoded_first_tokens_follow_the_models_own_distribution(model_and_token
     for i in range(2):
         counts = first[i * n:(i + 1) * n].bincount(minlength=logits.shape[1])
         assert within(counts / n, torch.softmax(logits[i] / temperature, dim=-1), n)
-
-
-def greedy_endings(model, tokenizer) -> tuple[list[str], list[str]]:
-    """Prompts whose greedy completion ends within 24 tokens, and prompts whose completion does not."""
-    prompts = [f"{a}+{b}=" for a in range(0, 20, 3) for b in range(0, 9, 4)]
-    runs_on = sample(model, tokenizer, prompts, Sampling(1, 24, greedy=True), CPU).truncated.tolist()
-    return [p for p, t in zip(prompts, runs_on) if not t], [p for p, t in zip(prompts, runs_on) if t]
 
 
 def test_greedy_decoding_matches_generate_while_ended_rows_leave_the_batch(model_and_tokenizer, monkeypatch):

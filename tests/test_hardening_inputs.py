@@ -10,7 +10,7 @@ import pytest
 from grpo_lab.launching import launcher
 from grpo_lab.rundir import annotations, json_file, reader
 from grpo_lab.rundir.layout import write_json_atomic
-from test_hardening_queue import plant, refused, runs  # noqa: F401 (runs: a fixture; a runs folder, its key outside, no process)
+from queue_helpers import plant, refused, runs  # noqa: F401 (runs: a fixture; a runs folder, its key outside, no process)
 
 DEEP = 100_000
 
@@ -166,7 +166,7 @@ def test_a_key_folder_inside_a_runs_or_data_folder_is_refused_at_start_in_one_li
 def test_trl_log_extra_values_are_held_to_the_verl_limits(tmp_path, capsys, values, expected):
     import importlib
 
-    from test_import_hostile import trl_folder
+    from run_sources import trl_folder  # noqa: PLC0415
 
     cli = importlib.import_module("grpo_lab.rundir.import")
     source = trl_folder(tmp_path / "src", acc=values)
@@ -180,7 +180,7 @@ def test_trl_log_extra_values_are_held_to_the_verl_limits(tmp_path, capsys, valu
 def test_trl_log_extra_within_the_limits_is_kept(tmp_path):
     import importlib
 
-    from test_import_hostile import trl_folder
+    from run_sources import trl_folder  # noqa: PLC0415
     from trainer_helpers import read_table
 
     cli = importlib.import_module("grpo_lab.rundir.import")

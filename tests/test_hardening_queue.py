@@ -4,46 +4,15 @@ folder goes through the launch form's checks, and queue entries must carry this 
 import json
 import os
 import stat
-import subprocess
-import time
 
 import pytest
 
 from grpo_lab.launching import launcher
 from grpo_lab.rundir.layout import write_json_atomic
 from grpo_lab.trainer.config import from_dict
+from queue_helpers import plant, refused, runs  # noqa: F401 (runs: a fixture; a runs folder, its key outside, no process)
 
 PTY = ["--name", "planted", "--rewards", "pty:spawn=1", "--max-steps", "1"]
-
-
-@pytest.fixture
-def runs(tmp_path, monkeypatch):
-    """A runs folder, a key folder outside it, no reward modules allowed, and no process may start."""
-    monkeypatch.setenv(launcher.KEY_DIR_ENV, str(tmp_path / "keys"))
-    monkeypatch.delenv("GRPO_LAB_REWARD_MODULES", raising=False)
-    monkeypatch.delenv("GRPO_LAB_DATA_DIRS", raising=False)
-
-    def no_process(*args, **kwargs):
-        raise AssertionError(f"a process was started: {args[0] if args else kwargs}")
-
-    monkeypatch.setattr(subprocess, "Popen", no_process)
-    folder = tmp_path / "runs"
-    (folder / launcher.LAUNCH_DIR).mkdir(parents=True)
-    return folder
-
-
-def plant(runs, name, argv, sign=False, **extra):
-    entry = {"name": name, "queued": True, "argv": argv, "processes": 1, "queued_at": time.time(),
-             "id": launcher.entry_id(), **extra}
-    if sign:  # as launcher._queue signs: naming this dashboard's key
-        entry["key"] = launcher.key_id(runs)
-        entry["signature"] = launcher.sign_entry(runs, entry)
-    write_json_atomic(runs / launcher.LAUNCH_DIR / f"{name}.json", entry)
-    return entry
-
-
-def refused(runs) -> dict[str, str]:
-    return {p.name: p.refused for p in launcher.pending(runs) if p.refused}
 
 
 def test_an_unsigned_entry_is_never_started_here_and_shown_as_another_dashboards(runs):

@@ -13,7 +13,7 @@ from grpo_lab.launching import sweep
 from grpo_lab.launching import launcher
 from grpo_lab.rundir import sweep_manifest
 from grpo_lab.rundir.layout import SOURCES_KEY, write_json_atomic
-from test_hardening_queue import runs  # noqa: F401 (a fixture: a runs folder, its key outside, no process)
+from queue_helpers import runs  # noqa: F401 (a fixture: a runs folder, its key outside, no process)
 
 
 @pytest.fixture(autouse=True)

@@ -11,13 +11,12 @@ import sys
 import time
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 from grpo_lab.rundir.importers import build, limits
 from grpo_lab.rundir.layout import RunPaths
 from grpo_lab.rundir.reader import read_run
+from run_sources import trl_folder
 from trainer_helpers import read_table
 
 cli = importlib.import_module("grpo_lab.rundir.import")
@@ -100,18 +99,6 @@ def test_a_fifo_step_file_is_refused_not_waited_on(tmp_path):
                                "--runs-dir", str(runs)], capture_output=True, text=True, timeout=120, cwd=ROOT)
         assert done.returncode == 2 and done.stderr.count("\n") == 1 and expected in done.stderr, done.stderr
         assert not runs.exists() or list(runs.iterdir()) == []
-
-
-def trl_folder(root: Path, **columns) -> Path:
-    """A TRL output folder: one completions file and a trainer_state.json with one function, weight 1."""
-    folder = root / "completions"
-    folder.mkdir(parents=True)
-    table = {"step": [1, 1], "prompt": ["q", "q"], "completion": ["a", "b"], "correct": [1.0, 0.0],
-             "advantage": [0.7, -0.7], **columns}
-    pq.write_table(pa.table(table), folder / "completions_00001.parquet")
-    state = {"log_history": [{"step": 1, "reward": 0.5, "rewards/correct/mean": 0.5}], "max_steps": 1}
-    (root / "trainer_state.json").write_text(json.dumps(state))
-    return root
 
 
 def test_hostile_trl_folders_get_one_line(tmp_path, capsys):

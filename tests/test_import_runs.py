@@ -6,7 +6,6 @@ import doctest
 import importlib
 import json
 import math
-import random
 from pathlib import Path
 
 import pandas as pd
@@ -22,28 +21,10 @@ from grpo_lab.rundir.reader import read_run
 from grpo_lab.rundir.trl import RunDirCallback
 from grpo_lab.objective.functions import group_advantages
 from trainer_helpers import read_table
+from run_sources import VERL_PROMPTS, write_verl_dump
 from trl_helpers import G, run_trl
 
 cli = importlib.import_module("grpo_lab.rundir.import")  # `import` is a keyword: the module is run as python -m grpo_lab.rundir.import
-PROMPTS = ["user: What is 2+2?\nassistant:", "user: What is 3+5?\nassistant:", "user: What is 7-1?\nassistant:"]
-
-
-def write_verl_dump(folder: Path, steps: int = 2) -> None:
-    """What verl's trainer writes with trainer.rollout_data_dir: <step>.jsonl, one object per completion
-    with input, output, score, step (plus gts and the reward function's extra values), in batch order."""
-    folder.mkdir(parents=True)
-    rng = random.Random(0)
-    for step in range(1, steps + 1):
-        rows = []
-        for p, prompt in enumerate(PROMPTS):
-            for k in range(G):
-                score = 1.0 if p == 2 else float(rng.random() < 0.5)  # the third group: all equal, no signal
-                if (p, k) == (0, 3):
-                    score = None  # not scored
-                rows.append({"input": prompt, "output": f"{rng.randint(0, 12)}", "gts": "4", "score": score,
-                             "step": step, "acc": score == 1.0})
-        rng.shuffle(rows)  # verl's batch order interleaves the groups (balance_batch)
-        (folder / f"{step}.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
 
 
 def run_cli(*args: str) -> int:
@@ -76,10 +57,10 @@ def test_verl_dump_becomes_a_finished_run_marked_recomputed(made):
 
 def test_verl_groups_are_the_rows_of_a_step_with_the_same_input(made):
     samples = read_table(made["runs"] / "verl-run", "samples")
-    assert len(samples) == 2 * len(PROMPTS) * G and samples["group"].dtype.kind == "i"
+    assert len(samples) == 2 * len(VERL_PROMPTS) * G and samples["group"].dtype.kind == "i"
     for _, rows in samples.groupby(["step", "group"]):
         assert rows["prompt"].nunique() == 1 and sorted(rows["sample_idx"]) == list(range(G))
-    assert samples.groupby("step")["group"].nunique().tolist() == [len(PROMPTS)] * 2
+    assert samples.groupby("step")["group"].nunique().tolist() == [len(VERL_PROMPTS)] * 2
     assert samples["extra/acc"].isin([0.0, 1.0]).all()  # the reward's extra values, kept (as extra/<name>)
 
 
@@ -94,7 +75,7 @@ def test_verl_advantages_are_recomputed_with_the_std_mode(made, tmp_path):
             assert rows["advantage"].to_numpy() == pytest.approx(expected.numpy(), abs=1e-6)
         unscored = samples[samples["reward"].isna()]
         assert len(unscored) == 2 and (unscored["advantage"] == 0).all()  # null score: advantage 0
-        flat = samples[samples["prompt"] == PROMPTS[2]]
+        flat = samples[samples["prompt"] == VERL_PROMPTS[2]]
         assert (flat["advantage"] == 0).all()  # all equal: no signal
     a = read_table(made["runs"] / "verl-run", "samples")["advantage"].abs().max()
     b = read_table(tmp_path / "verl-group", "samples")["advantage"].abs().max()

@@ -15,7 +15,7 @@ import pytest
 from grpo_lab.finished_runs import rescore
 from grpo_lab.dashboard import i18n
 from grpo_lab.rundir import rescores
-from test_import_runs import write_verl_dump
+from run_sources import write_verl_dump
 
 cli = __import__("importlib").import_module("grpo_lab.rundir.import")
 

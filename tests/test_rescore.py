@@ -15,7 +15,7 @@ import torch
 from grpo_lab.finished_runs import rescore
 from grpo_lab.rundir import rescores
 from grpo_lab.objective.functions import group_advantages
-from test_import_runs import write_verl_dump
+from run_sources import verl_run, write_verl_dump  # noqa: F401 (verl_run: a fixture, one per module)
 from trainer_helpers import read_table
 
 cli = __import__("importlib").import_module("grpo_lab.rundir.import")
@@ -66,15 +66,6 @@ def test_own_rewards_reproduce_the_run_and_another_reward_its_group_advantages(t
     summary = json.loads((run / "rescores" / "short" / "summary.json").read_text())
     assert summary["rewards"] == {"length": 1.0} and summary["reward_params"] == {"length": {"max_len": 1}}
     assert rescores.list_rescores(run) == ["short", "own"]
-
-
-@pytest.fixture(scope="module")
-def verl_run(tmp_path_factory):
-    """A verl rollout dump imported (std_mode sample, as verl's GRPO): a run made by another trainer."""
-    root = tmp_path_factory.mktemp("rescore-verl")
-    write_verl_dump(root / "dump")
-    assert cli.main([str(root / "dump"), "--name", "verl", "--runs-dir", str(root / "runs")]) == 0
-    return root / "runs" / "verl"
 
 
 def test_an_imported_run_rescored_with_a_user_function_gets_its_group_advantages(verl_run):

@@ -15,7 +15,7 @@ from grpo_lab.finished_runs import rescore
 from grpo_lab.launching import allowed
 from grpo_lab.rewards import sandbox
 from grpo_lab.rewards.code_tests import code_tests_reward
-from test_rescore import verl_run  # noqa: F401 - the imported verl run, a fixture (one per module)
+from run_sources import verl_run  # noqa: F401 - the imported verl run, a fixture (one per module)
 
 
 def marker_program(folder: Path) -> tuple[Path, Path]:

@@ -10,8 +10,7 @@ from grpo_lab.trainer import tiny
 from grpo_lab.trainer.decode import Sampling
 from grpo_lab.trainer.rollout import sample, token_logprobs
 from grpo_lab.trainer.batch import Batch
-from model_helpers import lively
-from test_decode import greedy_endings
+from model_helpers import greedy_endings, lively
 
 CPU = torch.device("cpu")
 

@@ -5,7 +5,6 @@ English and Chinese. Runs written with the run-directory writer; no trainer star
 from __future__ import annotations
 
 import json
-import os
 import time
 
 import pytest
@@ -16,21 +15,8 @@ from grpo_lab.launching import launcher
 from grpo_lab.dashboard.views import sweeps_view
 from grpo_lab.rundir.reader import list_runs
 from grpo_lab.rundir.status import STATES
+from queue_helpers import DIED, EXPECTED, LAUNCHING, set_state
 from variants_helpers import write_run
-
-LAUNCHING, DIED = "s-b_1-s1", "s-b_1-s2"
-EXPECTED = {
-    "en": "Sweep s: 2 of 9 runs finished · 1 queued · 1 launching · 1 starting · 1 running · 1 failed · 1 stopped"
-          " · 1 failed to start",
-    "zh": "扫描 s：共 9 个运行，2 个已完成 · 1 个排队中 · 1 个正在启动 · 1 个准备中 · 1 个运行中 · 1 个失败 · 1 个已停止"
-          " · 1 个启动失败",
-}
-
-
-def _state(runs, name: str, state: str) -> None:
-    status = json.loads((runs / name / "status.json").read_text())
-    (runs / name / "status.json").write_text(json.dumps({**status, "state": state, "pid": os.getpid()}))
-
 
 @pytest.fixture
 def runs(tmp_path, monkeypatch):
@@ -43,7 +29,7 @@ def runs(tmp_path, monkeypatch):
     monkeypatch.setattr(launcher, "_start", lambda *a: pytest.fail("nothing starts here"))
     for seed, state in enumerate(["finished", "finished", "starting", "running", "failed", "stopped"]):
         write_run(folder, f"s-a_1-s{seed}", "s", "a=1", seed, 0.5, steps=4)
-        _state(folder, f"s-a_1-s{seed}", state)
+        set_state(folder, f"s-a_1-s{seed}", state)
     write_run(folder, "lone", "", "", 0, 0.5, steps=4)
     (folder / launcher.LAUNCH_DIR).mkdir()
     entry = {"name": "s-b_1-s0", "queued": True, "argv": ["--name", "s-b_1-s0", "--sweep", "s", "--variant", "b=1"],

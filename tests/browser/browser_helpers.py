@@ -236,17 +236,6 @@ def open_groups(page, url: str, run: str, lang: str) -> tuple[int, int]:
     return step, group
 
 
-def imported_verl_run(root: Path) -> Path:
-    """A verl rollout dump (test_import_runs' writer) imported as `root/runs/verl`: a run without a trainer;
-    its runs folder."""
-    from test_import_runs import write_verl_dump  # noqa: PLC0415 - tests/ is on the path (see above)
-
-    cli = __import__("importlib").import_module("grpo_lab.rundir.import")
-    write_verl_dump(root / "dump")
-    assert cli.main([str(root / "dump"), "--name", "verl", "--runs-dir", str(root / "runs")]) == 0
-    return root / "runs"
-
-
 def main_text(page) -> str:
     """The text of the page's main area as a reader sees it, without code blocks (logs, configs)."""
     return page.locator(MAIN).first.evaluate(

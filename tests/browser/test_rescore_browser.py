@@ -7,8 +7,9 @@ from __future__ import annotations
 import re
 
 import pytest
-from browser_helpers import (assert_page_whole, imported_verl_run, literal, locale, streamlit_server, to_chinese,
-                             wait_idle, wait_until_healthy)
+from browser_helpers import (assert_page_whole, literal, locale, streamlit_server, to_chinese, wait_idle,
+                             wait_until_healthy)
+from run_sources import imported_verl_run
 from playwright.sync_api import expect
 
 from grpo_lab.finished_runs import rescore

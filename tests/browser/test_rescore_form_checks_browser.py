@@ -8,7 +8,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from browser_helpers import imported_verl_run, locale, streamlit_server, wait_idle, wait_until_healthy
+from browser_helpers import locale, streamlit_server, wait_idle, wait_until_healthy
+from run_sources import imported_verl_run
 from playwright.sync_api import expect
 
 pytestmark = pytest.mark.browser

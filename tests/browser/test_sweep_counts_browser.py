@@ -21,7 +21,7 @@ from playwright.sync_api import expect
 
 from browser_helpers import assert_page_whole, locale, streamlit_server, to_chinese, wait_idle, wait_until_healthy
 from grpo_lab.launching import launcher
-from test_sweep_counts import DIED, EXPECTED, LAUNCHING, _state
+from queue_helpers import DIED, EXPECTED, LAUNCHING, set_state
 from trainer_helpers import wait_until
 from variants_helpers import write_run
 
@@ -63,7 +63,7 @@ def sweep_server(tmp_path_factory):
         mp.setenv(launcher.MAX_RUNS_ENV, "1")
         for seed, state in enumerate(["finished", "finished", "starting", "running", "failed", "stopped"]):
             write_run(runs, f"s-a_1-s{seed}", "s", "a=1", seed, 0.5, steps=4)
-            _state(runs, f"s-a_1-s{seed}", state)  # pid: this test process, alive while the server reads it
+            set_state(runs, f"s-a_1-s{seed}", state)  # pid: this test process, alive while the server reads it
         write_run(runs, "lone", "", "", 0, 0.5, steps=4)
         (runs / launcher.LAUNCH_DIR).mkdir()
         entry = {"name": QUEUED, "queued": True, "argv": ["--name", QUEUED, "--sweep", "s", "--variant", "b=1"],
