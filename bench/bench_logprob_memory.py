@@ -76,7 +76,8 @@ def build(args):
     completion_mask = (torch.arange(args.tokens)[None, :] < lengths[:, None]).long()
     ids = torch.cat([prompt_ids.repeat_interleave(group, dim=0), completion], dim=1)
     mask = torch.cat([prompt_mask.repeat_interleave(group, dim=0), completion_mask], dim=1)
-    rollout = Rollout(ids, mask, prompt_len, completion_mask, lengths == args.tokens, [""] * len(ids), 0.0)
+    rollout = Rollout(input_ids=ids, attention_mask=mask, prompt_len=prompt_len, completion_mask=completion_mask,
+                      truncated=lengths == args.tokens, completions=[""] * len(ids), generation_s=0.0)
     return policy, reference, rollout
 
 

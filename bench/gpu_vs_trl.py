@@ -373,7 +373,9 @@ def part_probe(a) -> dict:
         if a.trainer == "ours":
             static = StaticDecoder(policy, R, P + T, graphs=False)  # kept through the step, as the trainer keeps it
             static.cache.early_initialization(R, config.num_key_value_heads, head_dim, dtype, device)
-            rollout = Rollout(ids, mask, P, mask[:, P:], torch.zeros(R, dtype=torch.bool, device=device), [""] * R, 0.0)
+            rollout = Rollout(input_ids=ids, attention_mask=mask, prompt_len=P, completion_mask=mask[:, P:],
+                              truncated=torch.zeros(R, dtype=torch.bool, device=device), completions=[""] * R,
+                              generation_s=0.0)
             with torch.no_grad():
                 old, _ = token_logprobs(policy, rollout, with_entropy=True)
                 ref, _ = token_logprobs(reference, rollout)

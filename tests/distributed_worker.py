@@ -67,8 +67,9 @@ def one_update(d: Dist, aggregation: str, out: Path) -> None:
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)  # the trainer's optimiser
     full = synthetic_batch(tokenizer)
     rows = torch.tensor(d.share(list(range(B))))
-    rollout = Rollout(full["input_ids"][rows], full["attention_mask"][rows], full["prompt_len"],
-                      full["completion_mask"][rows], full["truncated"][rows], [""] * len(rows), 0.0)
+    rollout = Rollout(input_ids=full["input_ids"][rows], attention_mask=full["attention_mask"][rows],
+                      prompt_len=full["prompt_len"], completion_mask=full["completion_mask"][rows],
+                      truncated=full["truncated"][rows], completions=[""] * len(rows), generation_s=0.0)
     mask = rollout.completion_mask.float()
     logp, _ = token_logprobs(model, rollout)
     result = grpo_loss(logp=logp, old_logp=logp.detach() + full["old_shift"][rows],

@@ -120,8 +120,10 @@ def test_rank_0_merges_ranks_of_different_widths():
     and a figure averaged over real tokens (entropy) must not see the padding."""
     def batch(width: int, prompt_id: str) -> Batch:
         mask = torch.ones(2, width)
-        rollout = Rollout(torch.ones(2, 3 + width, dtype=torch.long), torch.ones(2, 3 + width, dtype=torch.long), 3,
-                          mask.long(), torch.tensor([False, True]), ["a", "b"], generation_s=width / 10)
+        rollout = Rollout(input_ids=torch.ones(2, 3 + width, dtype=torch.long),
+                          attention_mask=torch.ones(2, 3 + width, dtype=torch.long), prompt_len=3,
+                          completion_mask=mask.long(), truncated=torch.tensor([False, True]), completions=["a", "b"],
+                          generation_s=width / 10)
         return Batch(rows=[{"prompt_id": prompt_id, "prompt": "1+1="}], group_size=2, rollout=rollout, mask=mask,
                      scores=rewards.Scores(total=[1.0, 0.0], per_reward={"correctness": [1.0, 0.0]}),
                      totals=torch.tensor([1.0, 0.0]), old_logp=torch.zeros(2, width),

@@ -146,11 +146,12 @@ def sample_with_tools(model, tokenizer, prompts: list[str], how: Sampling, devic
     completion_mask = torch.tensor([[1] * len(t) + [0] * (T - len(t)) for t in tokens], dtype=torch.long)
     tool_mask = torch.tensor([f + [0] * (T - len(f)) for f in from_tool], dtype=torch.long)
     texts = [tokenizer.decode(t, skip_special_tokens=True) for t in tokens]
-    return Rollout(torch.cat([prompt_ids, completion], dim=1).to(device),
-                   torch.cat([prompt_mask, completion_mask], dim=1).to(device), prompt_ids.shape[1],
-                   completion_mask.to(device), torch.tensor([not e for e in ended], device=device), texts,
-                   time.perf_counter() - start, tool_mask.to(device), turns,
-                   rollout_envs)
+    return Rollout(input_ids=torch.cat([prompt_ids, completion], dim=1).to(device),
+                   attention_mask=torch.cat([prompt_mask, completion_mask], dim=1).to(device),
+                   prompt_len=prompt_ids.shape[1], completion_mask=completion_mask.to(device),
+                   truncated=torch.tensor([not e for e in ended], device=device), completions=texts,
+                   generation_s=time.perf_counter() - start, tool_mask=tool_mask.to(device), turns=turns,
+                   environments=rollout_envs)
 
 
 def build_setup(cfg, tokenizer) -> ToolSetup | None:

@@ -8,7 +8,7 @@ Both sampling and scoring run each distinct prompt once: a group's G completions
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -48,13 +48,14 @@ class Rollout:
 
     def select(self, index: torch.Tensor) -> "Rollout":
         """The rows `index` (a minibatch); prompt_len stays, so shapes line up with the whole."""
-        return Rollout(self.input_ids[index], self.attention_mask[index], self.prompt_len,
-                       self.completion_mask[index], self.truncated[index],
-                       [self.completions[i] for i in index.tolist()], self.generation_s,
-                       None if self.tool_mask is None else self.tool_mask[index],
-                       None if self.turns is None else [self.turns[i] for i in index.tolist()],
-                       None if self.environments is None else [self.environments[i] for i in index.tolist()],
-                       None if self.sampler_logp is None else self.sampler_logp[index])
+        rows = index.tolist()
+        return replace(self, input_ids=self.input_ids[index], attention_mask=self.attention_mask[index],
+                       completion_mask=self.completion_mask[index], truncated=self.truncated[index],
+                       completions=[self.completions[i] for i in rows],
+                       tool_mask=None if self.tool_mask is None else self.tool_mask[index],
+                       turns=None if self.turns is None else [self.turns[i] for i in rows],
+                       environments=None if self.environments is None else [self.environments[i] for i in rows],
+                       sampler_logp=None if self.sampler_logp is None else self.sampler_logp[index])
 
     def trimmed(self) -> "Rollout":
         """Without the columns no row uses: left padding before the longest prompt, completion
@@ -63,11 +64,11 @@ class Rollout:
             return self
         start = int(self.attention_mask[:, :self.prompt_len].any(dim=0).long().argmax())
         width = int(self.lengths.max())
-        return Rollout(self.input_ids[:, start:self.prompt_len + width],
-                       self.attention_mask[:, start:self.prompt_len + width], self.prompt_len - start,
-                       self.completion_mask[:, :width], self.truncated, self.completions, self.generation_s,
-                       None if self.tool_mask is None else self.tool_mask[:, :width], self.turns, self.environments,
-                       None if self.sampler_logp is None else self.sampler_logp[:, :width])
+        return replace(self, input_ids=self.input_ids[:, start:self.prompt_len + width],
+                       attention_mask=self.attention_mask[:, start:self.prompt_len + width],
+                       prompt_len=self.prompt_len - start, completion_mask=self.completion_mask[:, :width],
+                       tool_mask=None if self.tool_mask is None else self.tool_mask[:, :width],
+                       sampler_logp=None if self.sampler_logp is None else self.sampler_logp[:, :width])
 
 
 def sample(model, tokenizer, prompts: list[str], how: Sampling, device: torch.device) -> Rollout:
@@ -87,8 +88,9 @@ def sample(model, tokenizer, prompts: list[str], how: Sampling, device: torch.de
     attention_mask = torch.cat([enc["attention_mask"].repeat_interleave(group_size, dim=0), completion_mask], dim=1)
     texts = tokenizer.batch_decode(completion * completion_mask + tokenizer.pad_token_id * (1 - completion_mask),
                                    skip_special_tokens=True)
-    return Rollout(torch.cat([prompt_ids, completion], dim=1), attention_mask, prompt_ids.shape[1], completion_mask,
-                   truncated, texts, time.perf_counter() - start, sampler_logp=decoded.logp)
+    return Rollout(input_ids=torch.cat([prompt_ids, completion], dim=1), attention_mask=attention_mask,
+                   prompt_len=prompt_ids.shape[1], completion_mask=completion_mask, truncated=truncated,
+                   completions=texts, generation_s=time.perf_counter() - start, sampler_logp=decoded.logp)
 
 
 def _one_forward_per_backward(model) -> bool:
