@@ -216,3 +216,14 @@ def test_the_form_starts_a_run_with_tools_or_an_environment_and_checks_their_mod
     assert refused and "GRPO_LAB_REWARD_MODULES" in refused
     refused = allowed.check_launch({"environment": "evil.mod:Env"}, tmp_path)
     assert refused and "GRPO_LAB_REWARD_MODULES" in refused
+
+
+def test_launch_records_are_the_names_a_run_can_have(tmp_path):
+    """A record being written (write_json_atomic's .tmp-*.json) or a planted odd name is no launch."""
+    folder = tmp_path / launcher.LAUNCH_DIR
+    folder.mkdir()
+    for name in ("b-run", "a-run", ".tmp-x1y2", "..", "no json"):
+        (folder / f"{name}.json").write_text("{}")
+    (folder / "c-run.log").write_text("")
+    assert launcher.record_names(tmp_path) == ["a-run", "b-run"]
+    assert launcher.record_names(tmp_path / "missing") == []

@@ -468,6 +468,16 @@ def alive_launch(runs_dir: Path, name: str) -> bool:
     return is_trainer_of(record.get("pid"), name, runs_dir)
 
 
+def record_names(runs_dir: Path) -> list[str]:
+    """The runs with a launch record, sorted: one listing of the folder, names compared as text, and only
+    names a run can have (write_json_atomic's .tmp-*.json mid-write, or a planted file, are no launch)."""
+    try:
+        names = sorted(e.name[:-5] for e in os.scandir(Path(runs_dir) / LAUNCH_DIR) if e.name.endswith(".json"))
+    except OSError:
+        return []
+    return [n for n in names if valid_run_name(n)]
+
+
 def pending(runs_dir: Path, listed: set[str] | frozenset[str] | None = None) -> list[Pending]:
     """Launches not among the `listed` runs: still starting, or died before creating their run.
 
@@ -477,13 +487,8 @@ def pending(runs_dir: Path, listed: set[str] | frozenset[str] | None = None) -> 
     """
     reap()
     folder = runs_dir / LAUNCH_DIR
-    try:  # one listing of the folder, names compared as text: a dashboard leaves a record per run it launched
-        names = sorted(e.name[:-5] for e in os.scandir(folder) if e.name.endswith(".json"))
-    except OSError:
-        names = []
     runs = listed if listed is not None else _run_folders(runs_dir)
-    # and no name a run cannot have: not a launch (write_json_atomic's .tmp-*.json, a planted file)
-    names = [n for n in names if n not in runs and valid_run_name(n)]
+    names = [n for n in record_names(runs_dir) if n not in runs]
     out = []
     for name in names:
         record_path = folder / f"{name}.json"

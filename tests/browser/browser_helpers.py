@@ -71,9 +71,9 @@ def stop_trainers(runs: Path, *names: str) -> None:
     from grpo_lab.launching import launcher
     from grpo_lab.rundir.layout import read_json
 
-    for record in (runs / launcher.LAUNCH_DIR).glob("*.json"):
-        data = read_json(record) or {}
-        if (not names or record.stem in names) and launcher.is_trainer_of(data.get("pid"), record.stem):
+    for name in launcher.record_names(runs):
+        data = read_json(runs / launcher.LAUNCH_DIR / f"{name}.json") or {}
+        if (not names or name in names) and launcher.is_trainer_of(data.get("pid"), name):
             os.kill(data["pid"], signal.SIGKILL)
 
 

@@ -58,7 +58,7 @@ def schedulers(runs: Path) -> list[int]:
 
 
 def launch_records(runs: Path) -> dict[str, dict]:
-    return {p.stem: read_json(p) or {} for p in (runs / launcher.LAUNCH_DIR).glob("*.json")}
+    return {name: record(runs, name) for name in launcher.record_names(runs)}
 
 
 def record(runs: Path, name: str) -> dict:
