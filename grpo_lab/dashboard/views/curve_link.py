@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from grpo_lab.dashboard import pages
 from grpo_lab.dashboard.views import series
 from grpo_lab.rundir import group_order
 
@@ -32,10 +33,14 @@ def finding_address(run: str, step: int, kind: str) -> dict[str, str]:
 
 
 def url(params: dict[str, str]) -> str:
-    """The page's address for `params`, as a shareable path (/groups?run=...)."""
+    """The page's address for `params`, as a shareable path (/groups?run=...).
+
+    >>> url({"run": "demo", "step": "3"})
+    '/groups?run=demo&step=3'
+    """
     from urllib.parse import urlencode  # noqa: PLC0415 - one call site
 
-    return "/groups?" + urlencode(params)
+    return f"/{pages.PAGES['groups'].address}?" + urlencode(params)
 
 
 def step_at(scalars: pd.DataFrame, x_mode: str, x: float) -> int:
