@@ -65,6 +65,13 @@ def test_dynamic_sampling_scalars_describe_what_was_sampled(dynamic_run):
         assert row["groups/kept"] + row["groups/dropped"] <= 4 * row["groups/sampling_rounds"]
         assert samples[samples["step"] == step]["prompt_id"].is_unique is False  # G rows per prompt
         assert samples[samples["step"] == step].groupby("group")["prompt_id"].first().is_unique
+        # pi_old's entropy is the trained groups' (the dropped ones had no forward pass), token-weighted
+        trained = samples[(samples["step"] == step) & ~samples["dropped"]]
+        if len(trained):
+            entropy = (trained["entropy_mean"] * trained["length"]).sum() / trained["length"].sum()
+            assert entropy == pytest.approx(row["entropy/mean"], rel=1e-5)
+        else:  # nothing trained: no entropy figure
+            assert math.isnan(row.get("entropy/mean", math.nan))
 
 
 def test_the_groups_page_marks_a_dropped_group(dynamic_run, monkeypatch):

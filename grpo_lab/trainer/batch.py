@@ -1,6 +1,7 @@
 """One step's batch, the record the stages fill in: sampled and scored (scoring.py), then pi_old's and
-the reference's log-probabilities (logprobs.py). Also how batches are cut into groups and joined
-(dynamic sampling's rounds, several processes' shares).
+the reference's log-probabilities (logprobs.py). A stage returns a new batch (dataclasses.replace) and
+never writes into the one it was given. Also how batches are cut into groups and joined (dynamic
+sampling's rounds, several processes' shares).
 """
 
 from __future__ import annotations
@@ -26,8 +27,10 @@ class Batch:
     mask: torch.Tensor  # (B, T) float completion mask
     scores: rewards.Scores
     totals: torch.Tensor  # (B,) NaN where unscored
-    old_logp: torch.Tensor  # (B, T) log pi_old; NaN until `logprobs.with_logprobs`
-    entropy: torch.Tensor  # (B, T); NaN until `logprobs.with_logprobs`
+    # (B, T) log pi_old and its entropy; NaN until `logprobs.with_logprobs` (or, with one pass over one
+    # minibatch, until `grpo.grpo_updates` returns them from its update's forward)
+    old_logp: torch.Tensor
+    entropy: torch.Tensor
     ref_logp: torch.Tensor | None  # (B, T); None without a reference model (or before `with_logprobs`)
 
     def group_of(self, i: int) -> int:

@@ -15,12 +15,12 @@ scoring.py (dynamic.py repeats the two) -> advantages.py -> logprobs.py -> updat
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 
 from grpo_lab.objective import mismatch
-from grpo_lab.objective.functions import grpo_loss, kl_k3, masked_mean
+from grpo_lab.objective.functions import grpo_loss, kl_k3
 from grpo_lab.trainer.advantages import GroupStep, grpo_advantages
 from grpo_lab.trainer.batch import Batch
 from grpo_lab.trainer.components import Components
@@ -54,22 +54,20 @@ def grpo_step(c: Components, step: int) -> dict[str, float]:
     # --- log pi_old and log pi_ref, once, before any update ---
     if batch.rows:  # dynamic sampling may leave no group to train on
         batch = with_logprobs(c, batch, policy=not reuse_first_pass)
-    if dropped is None:  # one batch: what was sampled is what is trained on
-        sampled = batch
 
     # --- several clipped passes over the same batch ---
     done = grpo_updates(c, batch, adv, reuse_first_pass=reuse_first_pass)
+    batch = done.batch  # with reuse_first_pass, pi_old's log-probs are the first update's
+    if dropped is None:  # one batch: what was sampled is what is trained on
+        sampled = batch
 
     # --- records: per-completion figures describe everything sampled, as tables/samples does ---
+    # (pi_old's entropy is the trained groups' alone: dynamic sampling's dropped ones had no forward pass)
     metrics = step_scalars(c, sampled, done.stats, done.updates, advantages=adv.logged,
-                           frac_zero_std=adv.frac_zero_std, start=start)
+                           frac_zero_std=adv.frac_zero_std, start=start, trained=None if dropped is None else batch)
     metrics.update({named("groups/kept"): float(len(batch.rows)),
                     named("groups/dropped"): float(len(sampled.rows) - len(batch.rows)),
                     named("groups/sampling_rounds"): float(rounds)})
-    if dropped is not None:  # the entropy of the trained groups: the dropped ones had no forward pass
-        metrics.pop(named("entropy/mean"))
-        if batch.rows:
-            metrics[named("entropy/mean")] = float(masked_mean(batch.entropy, batch.mask))
     if done.bonuses:
         metrics[named("loss/entropy_bonus")] = sum(done.bonuses) / len(done.bonuses)
     log_step_tables(c, step, batch, done.stats, done.last, advantages=adv.groups.advantages.flatten(),
@@ -79,8 +77,9 @@ def grpo_step(c: Components, step: int) -> dict[str, float]:
 
 @dataclass
 class GroupUpdates:
-    """What the passes of one GRPO step leave for the records."""
+    """What the passes of one GRPO step leave for the records, and the batch they trained on."""
 
+    batch: Batch  # the batch given, or with reuse_first_pass a copy holding the first update's pi_old
     stats: TokenStats
     last: LastPass
     updates: Updates = field(default_factory=Updates)
@@ -89,10 +88,11 @@ class GroupUpdates:
 
 def grpo_updates(c: Components, batch: Batch, adv: GroupStep, *, reuse_first_pass: bool) -> GroupUpdates:
     """`passes` passes over the batch, each cut into `minibatches`: grpo_loss, one optimizer step each.
-    reuse_first_pass: pi_old (and its entropy) is taken from the first update's forward, detached.
+    reuse_first_pass: pi_old (and its entropy) is taken from the first update's forward, detached, and
+    returned in `done.batch`; the batch given is never written to.
     Nothing non-finite is stepped (updates.py's guard): such a step trains no further."""
     cfg = c.cfg
-    done = GroupUpdates(stats=TokenStats(), last=LastPass.like(batch.old_logp))
+    done = GroupUpdates(batch=batch, stats=TokenStats(), last=LastPass.like(batch.old_logp))
     truncated = batch.rollout.truncated if cfg.mask_truncated else None
     scored = batch.totals[~torch.isnan(batch.totals)]  # NaN: no score (None), which the advantages handle
     if not guard_inputs(c, reward=scored, advantage=adv.per_sample):
@@ -104,13 +104,14 @@ def grpo_updates(c: Components, batch: Batch, adv: GroupStep, *, reuse_first_pas
                 logp, entropy = token_logprobs(c.policy, batch.rollout.select(idx), cfg.temperature,
                                                with_entropy=reuse_first_pass, entropy_grad=cfg.entropy_coef > 0)
                 if reuse_first_pass:  # the same numbers a separate no-grad forward gives, bit for bit
-                    batch.old_logp, batch.entropy = logp.detach(), entropy.detach()
+                    done.batch = replace(batch, old_logp=logp.detach(), entropy=entropy.detach())
+                pi_old = done.batch
                 out = grpo_loss(
-                    logp=logp, old_logp=batch.old_logp[idx],
+                    logp=logp, old_logp=pi_old.old_logp[idx],
                     ref_logp=None if batch.ref_logp is None else batch.ref_logp[idx],
                     advantages=adv.per_sample[idx], mask=batch.mask[idx], settings=cfg.loss_settings,
                     truncated=None if truncated is None else truncated[idx], entropy=entropy,
-                    sampler_weight=sampler_weights(cfg, batch, idx))
+                    sampler_weight=sampler_weights(cfg, pi_old, idx))
                 # several processes: the gradient average across them is the whole batch's gradient
                 scale = loss_scale(c.dist, out.loss_mask, cfg.loss_aggregation)  # 1 on one process
                 (grad_norm,), stepped = optimizer_step(c, out.loss, [c.policy.parameters()], scale=scale)

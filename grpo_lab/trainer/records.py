@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from grpo_lab.objective import mismatch
+from grpo_lab.objective.functions import masked_mean
 from grpo_lab.rundir import metrics
 from grpo_lab.rundir.metrics import named  # also the step functions' (grpo.py, ppo.py)
 from grpo_lab.tools import environments as env_rules
@@ -91,8 +92,10 @@ def ratio_histogram(stats: TokenStats, step: int, low: float, high: float) -> di
 
 
 def step_scalars(c: Components, batch, stats: TokenStats, updates: Updates, *, advantages: torch.Tensor,
-                 frac_zero_std: float, start: float) -> dict[str, float]:
-    """The scalars GRPO and PPO both log (docs/run-directory.md); `advantages` one per logged value."""
+                 frac_zero_std: float, start: float, trained=None) -> dict[str, float]:
+    """The scalars GRPO and PPO both log (docs/run-directory.md); `advantages` one per logged value.
+    `trained`: the groups the updates trained on where that is not all of `batch` (dynamic sampling,
+    one process only); pi_old's entropy is theirs, as the dropped groups had no forward pass."""
     ranks = None  # several processes: every rank's generation and update seconds, for the slowest and the mean
     policy_losses, losses, grad_norms = updates.policy_losses, updates.losses, updates.grad_norms
     if c.dist.active:  # several processes: rank 0 computes each figure over every rank's completions
@@ -100,6 +103,7 @@ def step_scalars(c: Components, batch, stats: TokenStats, updates: Updates, *, a
                                policy_losses=policy_losses, losses=losses, rank_seconds=rank_seconds(c.timer))
         batch, stats, advantages, frac_zero_std = g["batch"], g["stats"], g["advantages"], g["frac_zero_std"]
         policy_losses, losses, ranks = g["policy_losses"], g["losses"], g["rank_seconds"]
+    trained = batch if trained is None else trained
     rollout, mask = batch.rollout, batch.mask
     step_s = time.perf_counter() - start
     metrics = reward_scalars(batch.totals, batch.scores.per_reward, batch.scores.errors, frac_zero_std, advantages,
@@ -113,8 +117,9 @@ def step_scalars(c: Components, batch, stats: TokenStats, updates: Updates, *, a
             named("loss/total"): sum(losses) / len(losses),
             named("grad/norm"): sum(grad_norms) / len(grad_norms),
         })
+    if trained.rows:  # dynamic sampling may leave no group to train on: no forward pass, no entropy
+        metrics[named("entropy/mean")] = float(masked_mean(trained.entropy, trained.mask))
     metrics.update({
-        named("entropy/mean"): float((batch.entropy * mask).sum() / mask.sum().clamp(min=1)),
         named("lr"): c.optimizer.param_groups[0]["lr"],
         named("completion/length_mean"): rollout.lengths.float().mean().item(),
         named("completion/length_max"): rollout.lengths.max().item(),
