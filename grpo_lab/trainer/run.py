@@ -18,6 +18,9 @@ import signal
 import sys
 import time
 import traceback
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Callable
 
 import numpy as np
 import torch
@@ -249,17 +252,72 @@ def prepare(cfg: Config, d: Dist | None = None, tasks: tuple[Task, Task | None] 
     return comps, paths, status, first_step
 
 
+def step_function(algo: str) -> Callable[[Components, int], dict[str, float]]:
+    """The algorithm's step: grpo.grpo_step or ppo.ppo_step (imported here: they load torch's models)."""
+    if algo == "ppo":
+        from grpo_lab.trainer.ppo import ppo_step  # noqa: PLC0415
+
+        return ppo_step
+    from grpo_lab.trainer.grpo import grpo_step  # noqa: PLC0415
+
+    return grpo_step
+
+
+@dataclass
+class Progress:
+    """Where the step loop is, for the per-step records, the end of the run and a failure's report."""
+
+    step: int  # the step under way; once the loop ends, the last step done
+    start: float  # time.time() as the loop was about to begin: train_seconds and wall_s count from it
+    doctor: Doctor
+    findings: dict[str, int]  # per severity, since the run began (a resumed run keeps its count)
+    halt: Finding | None = None  # a doctor finding at or above --stop-on (found by rank 0)
+    stopping: bool = False  # agreed by every process: a stop signal seen by any of them
+    halted: bool = False  # agreed by every process: a halt seen by any of them
+    scored: outcome.Scored = field(default_factory=outcome.Scored)  # a run that never scored ends failed
+
+
 def train(cfg: Config, tasks: tuple[Task, Task | None] | None = None) -> int:
     """Run to the end; returns the process exit code (grpo_lab/trainer/outcome.py: 0 finished or stopped by
     a signal, 1 failed or never scored, 3 stopped by the run doctor). `tasks`: as preflight built them."""
-    from grpo_lab.trainer.grpo import grpo_step
-
-    step_fn = grpo_step
-    if cfg.algo == "ppo":
-        from grpo_lab.trainer.ppo import ppo_step  # noqa: PLC0415
-
-        step_fn = ppo_step
+    step_fn = step_function(cfg.algo)
     stop = StopRequested()  # before set-up: a stop during the warm start still ends as "stopped"
+    d, comps, paths, status, first_step = set_up(cfg, tasks, stop)
+    comps.stop_requested = lambda: bool(stop)  # a stop during sampling ends a reward's wait for ratings too
+    log = comps.log
+    run = begin(comps, status, first_step)
+    peers = watch_peers(d, partial(peer_failed, log, comps.writer, status, run))
+    failed = False
+    try:
+        run_steps(comps, paths, status, run, stop, step_fn, first_step)
+        return finish(comps, paths, status, run, stop)
+    except Exception as exc:  # noqa: BLE001 - any failure must reach status.json, then the caller
+        failed = True
+        peers.set()
+        return record_failure(comps, paths, status, run, exc)
+    finally:
+        peers.set()
+        stop.restore()
+        close_log(log)
+        if d.writer:
+            free_reserve(paths)  # only a trainer writing the run needs it; a resume sets it aside again
+        if comps.lock is not None:
+            comps.lock.release()  # the process may go on (train() called from Python): free the run
+        if not failed:  # after a failure the group may be broken: the process just ends
+            # the models go before the group: a DDP reducer freed after it ends the group itself, holding
+            # the GIL while it waits for a gloo thread that needs the GIL (a resume hung so, once in a suite).
+            # Nothing else holds the components: Progress, the peers' watch and the step loop's frames don't.
+            del comps
+            d.close()
+
+
+# --- set-up: the processes' group, the run directory, the components ---------------------------------
+
+
+def set_up(cfg: Config, tasks: tuple[Task, Task | None] | None, stop: StopRequested
+           ) -> tuple[Dist, Components, RunPaths, StatusFile, int]:
+    """The processes' group joined and `prepare` done: (group, components, paths, status, first step).
+    A refusal or failure here restores the signal handlers before it reaches the caller."""
     d = Dist()
     try:
         d = launch(cfg)  # joins the launcher's processes (torchrun, accelerate launch); one process: nothing
@@ -274,128 +332,161 @@ def train(cfg: Config, tasks: tuple[Task, Task | None] | None = None) -> int:
     if not gc.isenabled():  # the command line set up without collections (__main__): keep its objects out of them
         gc.freeze()
         gc.enable()
-    comps.stop_requested = lambda: bool(stop)  # a stop during sampling ends a reward's wait for ratings too
-    log, writer = comps.log, comps.writer
+    return d, comps, paths, status, first_step
+
+
+def begin(comps: Components, status: StatusFile, first_step: int) -> Progress:
+    """status.json says "running" (with what trains where), and the loop's state starts."""
+    cfg, d = comps.cfg, comps.dist
     start = time.time()
-    step = first_step - 1
     trained = sum(p.numel() for m in comps.models().values() for p in m.parameters() if p.requires_grad)
     devices = d.gather_object(str(comps.device))
-    status.update(state="running", step=step, pid=os.getpid(), trained_params=trained,
+    status.update(state="running", step=first_step - 1, pid=os.getpid(), trained_params=trained,
                   device=str(comps.device), devices=devices, world_size=d.world_size, strategy=d.strategy)
     doctor = Doctor(lr=cfg.lr, max_grad_norm=cfg.max_grad_norm, pretrained=not comps.builtin_model,
                     vocab_size=len(comps.tokenizer), trained_params=trained)
-    findings: dict[str, int] = dict((status.data.get("findings") or {}))  # a resumed run keeps its count
-    halt: Finding | None = None  # a doctor finding at or above --stop-on (found by rank 0)
-    stopping = halted = False  # agreed by every process: a stop signal / a halt seen by any of them
-    scored = outcome.Scored()  # whether any step's rewards scored: a run that never did ends failed
-    failed = False
+    return Progress(step=first_step - 1, start=start, doctor=doctor,
+                    findings=dict(status.data.get("findings") or {}))
 
-    def peer_failed(report: str) -> None:  # rank 0 stuck in a collective with a failed process (NCCL)
-        log.error("failed at step %d: %s", step, report)
-        try:
-            writer.flush()  # the completed steps' rows: the main thread is blocked, not writing
-        finally:
-            status.update(state="failed", step=step - 1, error=report)
-            os._exit(1)
 
-    peers = watch_peers(d, peer_failed)
+def peer_failed(log: logging.Logger, writer: RunWriter | NullWriter, status: StatusFile, run: Progress,
+                report: str) -> None:
+    """Rank 0 stuck in a collective with a failed process (NCCL; distributed.watch_peers calls it from
+    its thread): the completed steps' rows and a failed status, then the process ends."""
+    log.error("failed at step %d: %s", run.step, report)
     try:
-        bar = tqdm(total=cfg.max_steps, initial=step, desc=cfg.name, mininterval=1.0, dynamic_ncols=True,
-                   disable=not d.writer)
-        for step in range(first_step, cfg.max_steps + 1):
-            stopping, = d.any(stop)
-            if stopping:  # asked to stop before this step began (e.g. during the warm start)
-                step -= 1
-                break
-            d.seed_step(cfg.seed, step)
-            comps.step = step
-            comps.reward_notes.clear()  # filled by scoring: each reward's first failure of this step
-            comps.skipped_update = None  # set by the updates' guard: why this step did not update
-            metrics = d.combine(step_fn(comps, step))
-            if comps.eval_task is not None and eval_due(step, cfg.eval_every, cfg.max_steps):
-                metrics.update(evaluate(comps))
-            metrics.update(comps.timer.scalars())  # where the step went; its flush below counts in the next
-            if step == first_step and (unknown := sorted(k for k in metrics if registered_name(k) is None)):
-                # the registry names and explains every column (docs, Live panels): a new one goes there first
-                log.warning("scalars not in grpo_lab/rundir/metrics.py, written undocumented: %s", ", ".join(unknown))
-            writer.log("scalars", {"step": [step], "time": [time.time()], "wall_s": [time.time() - start],
-                                   **{k: [float(v)] for k, v in metrics.items()}})
-            found = (doctor.check(step, metrics, reward_notes=comps.reward_notes, skipped=comps.skipped_update)
-                     if d.writer else ())
-            for finding in found:  # rank 0 has the global figures
-                writer.log("events", finding.row())
-                log.warning("doctor, step %d: %s (%s). Suggestion: %s", step, finding.message, finding.severity,
-                            finding.suggestion)
-                findings[finding.severity] = findings.get(finding.severity, 0) + 1
-                if halt is None and stops(finding, cfg.stop_on):
-                    halt = finding
-            with comps.timer.phase("log"):
-                writer.maybe_flush()
-            status.update(step=step, peak_memory_mb=round(peak_memory_mb(comps.device), 1),
-                          train_seconds=round(time.time() - start, 3), findings=findings)
-            scored.add(metrics)
-            bar.update(1)
-            bar.set_postfix(reward=f"{metrics['reward/mean']:.3f}", kl=f"{metrics.get('kl/mean', math.nan):.4f}", refresh=False)
-            if step % cfg.checkpoint_every == 0 and step < cfg.max_steps:
-                writer.flush()
-                save_checkpoint(d, comps, paths.checkpoints, step, cfg.keep_checkpoints)
-            stopping, halted = d.any(stop, halt)  # every process ends after the same step
-            if stopping or halted:
-                break
-        bar.close()
-        writer.close()
-        if halted:  # keep the checkpoint from before the damage: the weights of this step are suspect
-            if halt is not None:
-                reason = f"doctor ({halt.kind}, {halt.severity}) at step {halt.step}: {halt.message}"
-                status.update(state="stopped", step=step, stop_reason=reason,
-                              train_seconds=round(time.time() - start, 3))
-                log.error("%s", outcome.doctor_stop_line(step, cfg.stop_on, reason))  # the last line, for scripts
-            return outcome.DOCTOR_STOPPED
-        save_checkpoint(d, comps, paths.checkpoints, step, cfg.keep_checkpoints)
-        never = None if stopping else scored.never()  # --stop-on none: trained on, yet nothing ever scored
-        state = "stopped" if stopping else "failed" if never else "finished"
-        status.update(state=state, step=step, train_seconds=round(time.time() - start, 3),
-                      **({"error": never} if never else {}))
-        if never:
-            log.error("failed at step %d: %s", step, never)
-            return outcome.FAILED
-        log.info("%s at step %d%s", state, step, f" (signal {stop.signal})" if stop else "")
-        return outcome.FINISHED
-    except Exception as exc:  # noqa: BLE001 - any failure must reach status.json, then the caller
-        failed = True
-        peers.set()
-        error, full = f"{type(exc).__name__}: {exc}", False
-        if d.writer:  # first: on a full disk, the reserve it frees is where the log and status go
-            error, full = disk_note(paths, exc, error)
-        log.error("failed at step %d:\n%s", step, traceback.format_exc())
-        if not d.writer:  # rank 0 records it; the others' collectives with this process now fail
-            d.report_failure(error)
-            return 1
-        if full:  # rows would take the room status.json needs
-            log.error("the disk is full: the rows of steps since the last flush are not written (--resume "
-                      "runs every step after the last checkpoint again)")
-        else:
-            try:
-                writer.flush()
-            except Exception:  # noqa: BLE001 - the original error is the one to report
-                log.error("could not flush logs:\n%s", traceback.format_exc())
-        if d.active:  # the process that failed first (another rank's crash breaks rank 0's collectives)
-            error = d.failure(error)
-        if doctor.last_critical and not full:  # the likely cause, found a step or more earlier
-            f = doctor.last_critical
-            error += f" (after the run doctor's finding at step {f.step}: {f.message}; {f.suggestion})"
-        status.update(state="failed", step=step - 1, error=error)
-        return 1
+        writer.flush()  # the completed steps' rows: the main thread is blocked, not writing
     finally:
-        peers.set()
-        stop.restore()
-        close_log(log)
-        if d.writer:
-            free_reserve(paths)  # only a trainer writing the run needs it; a resume sets it aside again
-        if comps.lock is not None:
-            comps.lock.release()  # the process may go on (train() called from Python): free the run
-        if not failed:  # after a failure the group may be broken: the process just ends
-            # the models go before the group: a DDP reducer freed after it ends the group itself, holding
-            # the GIL while it waits for a gloo thread that needs the GIL (a resume hung so, once in a suite)
-            del comps
-            d.close()
+        status.update(state="failed", step=run.step - 1, error=report)
+        os._exit(1)
+
+
+# --- the step loop ---------------------------------------------------------------------------------
+
+
+def run_steps(comps: Components, paths: RunPaths, status: StatusFile, run: Progress, stop: StopRequested,
+              step_fn: Callable[[Components, int], dict[str, float]], first_step: int) -> None:
+    """Steps first_step..max_steps, each recorded and, every checkpoint_every, checkpointed; the loop ends
+    early on a stop signal or a doctor's halt (`run.stopping`, `run.halted`), after the same step on
+    every process."""
+    cfg, d = comps.cfg, comps.dist
+    bar = tqdm(total=cfg.max_steps, initial=run.step, desc=cfg.name, mininterval=1.0, dynamic_ncols=True,
+               disable=not d.writer)
+    for step in range(first_step, cfg.max_steps + 1):
+        run.step = step
+        run.stopping, = d.any(stop)
+        if run.stopping:  # asked to stop before this step began (e.g. during the warm start)
+            run.step = step - 1
+            break
+        metrics = one_step(comps, step_fn, step)
+        record_step(comps, status, run, metrics, first=step == first_step)
+        bar.update(1)
+        bar.set_postfix(reward=f"{metrics['reward/mean']:.3f}", kl=f"{metrics.get('kl/mean', math.nan):.4f}",
+                        refresh=False)
+        if step % cfg.checkpoint_every == 0 and step < cfg.max_steps:
+            comps.writer.flush()  # the rows up to the checkpoint: a resume truncates to it
+            save_checkpoint(d, comps, paths.checkpoints, step, cfg.keep_checkpoints)
+        run.stopping, run.halted = d.any(stop, run.halt)  # every process ends after the same step
+        if run.stopping or run.halted:
+            break
+    bar.close()
+
+
+def one_step(comps: Components, step_fn: Callable[[Components, int], dict[str, float]], step: int
+             ) -> dict[str, float]:
+    """One training step's scalars (rank 0: every process's figures combined), the held-out evaluation's
+    when due, and where the step's time went."""
+    cfg, d = comps.cfg, comps.dist
+    d.seed_step(cfg.seed, step)
+    comps.step = step
+    comps.reward_notes.clear()  # filled by scoring: each reward's first failure of this step
+    comps.skipped_update = None  # set by the updates' guard: why this step did not update
+    metrics = d.combine(step_fn(comps, step))
+    if comps.eval_task is not None and eval_due(step, cfg.eval_every, cfg.max_steps):
+        metrics.update(evaluate(comps))
+    metrics.update(comps.timer.scalars())  # where the step went; record_step's flush counts in the next
+    return metrics
+
+
+# --- per step: the scalars row, the run doctor, status.json ---------------------------------------------
+
+
+def record_step(comps: Components, status: StatusFile, run: Progress, metrics: dict[str, float], *,
+                first: bool) -> None:
+    """The step's scalars row, the doctor's findings on it (events; a halt when one reaches --stop-on), the
+    writer's timed flush and status.json's progress."""
+    step, log, writer = run.step, comps.log, comps.writer
+    if first and (unknown := sorted(k for k in metrics if registered_name(k) is None)):
+        # the registry names and explains every column (docs, Live panels): a new one goes there first
+        log.warning("scalars not in grpo_lab/rundir/metrics.py, written undocumented: %s", ", ".join(unknown))
+    writer.log("scalars", {"step": [step], "time": [time.time()], "wall_s": [time.time() - run.start],
+                           **{k: [float(v)] for k, v in metrics.items()}})
+    found = (run.doctor.check(step, metrics, reward_notes=comps.reward_notes, skipped=comps.skipped_update)
+             if comps.dist.writer else ())
+    for finding in found:  # rank 0 has the global figures
+        writer.log("events", finding.row())
+        log.warning("doctor, step %d: %s (%s). Suggestion: %s", step, finding.message, finding.severity,
+                    finding.suggestion)
+        run.findings[finding.severity] = run.findings.get(finding.severity, 0) + 1
+        if run.halt is None and stops(finding, comps.cfg.stop_on):
+            run.halt = finding
+    with comps.timer.phase("log"):
+        writer.maybe_flush()
+    status.update(step=step, peak_memory_mb=round(peak_memory_mb(comps.device), 1),
+                  train_seconds=round(time.time() - run.start, 3), findings=run.findings)
+    run.scored.add(metrics)
+
+
+# --- the end: finished, stopped (a signal, the doctor) or failed ---------------------------------------
+
+
+def finish(comps: Components, paths: RunPaths, status: StatusFile, run: Progress, stop: StopRequested) -> int:
+    """The end of a run that did not fail: the last rows written, the last checkpoint (none after the
+    doctor's halt) and the final status. Returns the exit code."""
+    cfg, log, step = comps.cfg, comps.log, run.step
+    comps.writer.close()
+    if run.halted:  # keep the checkpoint from before the damage: the weights of this step are suspect
+        if run.halt is not None:
+            reason = f"doctor ({run.halt.kind}, {run.halt.severity}) at step {run.halt.step}: {run.halt.message}"
+            status.update(state="stopped", step=step, stop_reason=reason,
+                          train_seconds=round(time.time() - run.start, 3))
+            log.error("%s", outcome.doctor_stop_line(step, cfg.stop_on, reason))  # the last line, for scripts
+        return outcome.DOCTOR_STOPPED
+    save_checkpoint(comps.dist, comps, paths.checkpoints, step, cfg.keep_checkpoints)
+    never = None if run.stopping else run.scored.never()  # --stop-on none: trained on, yet nothing ever scored
+    state = "stopped" if run.stopping else "failed" if never else "finished"
+    status.update(state=state, step=step, train_seconds=round(time.time() - run.start, 3),
+                  **({"error": never} if never else {}))
+    if never:
+        log.error("failed at step %d: %s", step, never)
+        return outcome.FAILED
+    log.info("%s at step %d%s", state, step, f" (signal {stop.signal})" if stop else "")
+    return outcome.FINISHED
+
+
+def record_failure(comps: Components, paths: RunPaths, status: StatusFile, run: Progress, exc: Exception) -> int:
+    """A failure during the steps, in train.log and status.json (rank 0; another rank reports it to rank 0),
+    with the rows written so far. Called inside the `except`, for the traceback. Returns the exit code, 1."""
+    d, log, step = comps.dist, comps.log, run.step
+    error, full = f"{type(exc).__name__}: {exc}", False
+    if d.writer:  # first: on a full disk, the reserve it frees is where the log and status go
+        error, full = disk_note(paths, exc, error)
+    log.error("failed at step %d:\n%s", step, traceback.format_exc())
+    if not d.writer:  # rank 0 records it; the others' collectives with this process now fail
+        d.report_failure(error)
+        return 1
+    if full:  # rows would take the room status.json needs
+        log.error("the disk is full: the rows of steps since the last flush are not written (--resume "
+                  "runs every step after the last checkpoint again)")
+    else:
+        try:
+            comps.writer.flush()
+        except Exception:  # noqa: BLE001 - the original error is the one to report
+            log.error("could not flush logs:\n%s", traceback.format_exc())
+    if d.active:  # the process that failed first (another rank's crash breaks rank 0's collectives)
+        error = d.failure(error)
+    if run.doctor.last_critical and not full:  # the likely cause, found a step or more earlier
+        f = run.doctor.last_critical
+        error += f" (after the run doctor's finding at step {f.step}: {f.message}; {f.suggestion})"
+    status.update(state="failed", step=step - 1, error=error)
+    return 1
