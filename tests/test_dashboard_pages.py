@@ -217,7 +217,8 @@ def test_live_ratio_panel_marks_the_clip_bounds(app):
     at = app("live", "beta", **live_open("update"))  # epsilon 0.3
     spec = next(json.loads(c.proto.spec) for c in charts(at)
                 if json.loads(c.proto.spec).get("title", {}).get("text") == "Ratio pi_theta / pi_old")
-    assert [layer["data"]["values"][0]["y"] for layer in spec["layer"] if "data" in layer] == pytest.approx([0.7, 1.3])
+    assert [layer["data"]["values"][0]["y"] for layer in spec["layer"]
+            if "values" in layer.get("data", {})] == pytest.approx([0.7, 1.3])
 
 
 @pytest.mark.parametrize("run, expected", [

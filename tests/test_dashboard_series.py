@@ -20,6 +20,12 @@ def test_ema_keeps_nan_gaps_without_poisoning_later_points():
     assert np.isnan(out[1]) and out[0] == 1.0 and out[2] == pytest.approx(1.0)
 
 
+def test_the_series_module_examples_hold():
+    import doctest
+
+    assert doctest.testmod(series).failed == 0
+
+
 def test_downsampling_caps_points_and_keeps_every_spike():
     rng = np.random.default_rng(0)
     values = rng.normal(size=100_000)
@@ -55,6 +61,48 @@ def test_long_frame_downsamples_each_series_and_skips_missing_metrics():
     wall = series.long_frame(df, ["reward/mean"], "wall")
     # minutes since training started: the first step ended wall_s = 1 s after the start
     assert wall["x"].iloc[0] == pytest.approx(1 / 60) and wall["x"].iloc[-1] == pytest.approx(19_999 / 60)
+
+
+def test_pick_columns_tile_the_plot_at_every_x_drawn_with_each_series_value_there():
+    steps = np.arange(1, 10_001)
+    rng = np.random.default_rng(2)
+    every = rng.normal(size=len(steps))
+    every_other = np.where(steps % 2 == 0, rng.normal(size=len(steps)), np.nan)  # logged on even steps only
+    df = pd.DataFrame({"step": steps, "a": every, "b": every_other})
+    picks = series.picks(df, ["a", "b", "absent"], "step", 0.9)
+    drawn = series.long_frame(df, ["a", "b"], "step", 0.9)
+    assert picks.x.tolist() == sorted(set(drawn["x"]))  # a column at every x a line has a point at
+    assert len(picks.x) <= 2 * series.MAX_POINTS and list(picks.values) == ["a", "b"]
+    # side by side from the first x to the last, each around its x: a click picks the x nearest the pointer
+    assert picks.lo[0] == picks.x[0] and picks.hi[-1] == picks.x[-1] and np.array_equal(picks.lo[1:], picks.hi[:-1])
+    assert np.all((picks.lo <= picks.x) & (picks.x <= picks.hi))
+    assert np.allclose(picks.hi[:-1], (picks.x[:-1] + picks.x[1:]) / 2)
+    rows = picks.x.astype(int) - 1
+    raw, smooth = picks.values["a"]
+    assert np.array_equal(raw, every[rows]) and smooth == pytest.approx(series.ema(every, 0.9)[rows])
+    raw_b, smooth_b = picks.values["b"]
+    odd = picks.x % 2 == 1
+    assert np.isnan(raw_b[odd]).all() and np.isnan(smooth_b[odd]).all() and not np.isnan(raw_b[~odd]).any()
+    empty = series.picks(pd.DataFrame(), ["a"])
+    assert len(empty.x) == 0 and empty.values == {}
+
+
+def test_a_chart_with_picks_has_one_tooltip_over_click_columns_and_draws_on_a_canvas():
+    steps = np.arange(1, 2_001)
+    df = pd.DataFrame({"step": steps, "kl/mean": np.linspace(0, 1, len(steps)), "kl/approx": np.nan})
+    df.loc[df["step"] == 7, "kl/approx"] = 0.25
+    lines = series.long_frame(df, ["kl/mean", "kl/approx"], "step", 0.6)
+    picks = series.picks(df, ["kl/mean", "kl/approx"], "step", 0.6)
+    spec = charts.line_chart(lines, title="KL", x_title="step", picks=picks)
+    top = spec["layer"][-1]
+    assert top["data"] == {"name": "picks"} and top["mark"]["type"] == "rect"
+    assert top["params"][0]["name"] == charts.PICK and "nearest" not in top["params"][0]["select"]
+    assert [layer for layer in spec["layer"] if "tooltip" in layer.get("encoding", {})] == [top]
+    columns = spec["datasets"]["picks"]
+    assert len(columns) == len(picks.x) and list(columns.columns) == ["x", "x_lo", "x_hi", "v0", "v1"]
+    at_7 = columns[columns["x"] == 7].iloc[0]
+    assert at_7["v1"] == "0.25 (raw 0.25)" and columns["v1"].iloc[-1] == "—"  # not logged there
+    assert spec["usermeta"]["embedOptions"]["renderer"] == "hybrid" and spec["config"]["mark"]["aria"] is False
 
 
 def test_histogram_grid_merges_steps_and_each_column_sums_to_one():

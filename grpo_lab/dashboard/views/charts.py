@@ -7,6 +7,15 @@ Data comes in already downsampled (dashboard.series); no I/O here.
 Every line chart: x zoom and pan (drag, wheel; double-click resets), a legend whose entries
 toggle their series (shift-click for several), the smoothed curve bold with the raw one faint.
 Titles, axis names and tooltips are in the current language (dashboard/locales/, chart.*).
+
+Line charts draw their marks on a canvas (Vega's "hybrid" renderer: titles, axes and legends stay SVG
+text, for screen readers and tests), without an ARIA label per mark: below 2,000 marks Streamlit's
+Vega renders SVG, one DOM element with an ARIA label per point, and Vega evaluates every encoding of
+every mark through its expression interpreter (no eval under Streamlit's CSP), so the marks are the
+browser's cost. Live's first paint of a 10,000-step run (three charts, six curves) in Chromium, on
+2 cores at load 2.4-3.5: 1.34 s (the renderer's CPU 1.52 s) as SVG with a Voronoi cell per point
+and 600 points a curve; 0.96 s (1.09 s) on canvases with the click columns of pick_layer and 400
+points a curve (series.MAX_POINTS); a 20-step run 0.70 s either way.
 """
 
 from __future__ import annotations
@@ -17,6 +26,7 @@ from typing import Any
 import pandas as pd
 
 from grpo_lab.dashboard.i18n import t
+from grpo_lab.dashboard.views.series import Picks
 
 Spec = dict[str, Any]
 # Streamlit's theme fits the whole chart (title, legend, axes) into `height`; fit only the width,
@@ -49,13 +59,14 @@ class LineStyle:
     stacked: bool = False  # areas stacked from zero: parts of a whole
     rules: tuple[float, ...] = ()  # dashed horizontal lines (the clip bounds)
     height: int = 180
-    pickable: bool = False  # a click picks the nearest x (PICK): Live opens Groups at that step
 
 
 def line_chart(df: pd.DataFrame, *, title: str, x_title: str, y_title: str = "", help: str | list[str] = "",
-               x_steps: bool = False, style: LineStyle = LineStyle()) -> Spec:
+               x_steps: bool = False, style: LineStyle = LineStyle(), picks: Picks | None = None) -> Spec:
     """Lines of `df` (x, <style.colour_field>, raw, smooth), one colour per series (or per run);
-    `help` the subtitle (a line or lines); `x_steps`: x counts steps (no ticks between two steps)."""
+    `help` the subtitle (a line or lines); `x_steps`: x counts steps (no ticks between two steps);
+    `picks` (series.picks of the same curves): a click picks the x nearest the pointer (PICK; Live opens
+    Groups at that step), and the tooltip shows every series at that x."""
     colour_field, smoothing, log_y, stacked = style.colour_field, style.smoothing, style.log_y, style.stacked
     colour: Spec = {"field": colour_field, "type": "nominal", "title": style.colour_title,
                     "scale": {"scheme": "tableau10", **({"domain": style.domain} if style.domain else {})},
@@ -94,37 +105,63 @@ def line_chart(df: pd.DataFrame, *, title: str, x_title: str, y_title: str = "",
                             _q("raw", t("chart.raw"), format=",.4~g")],
             },
         })
-    if style.pickable:  # last: on top of the lines, whose clicks would otherwise go to them
-        top = layers[-1]["encoding"]
-        layers.append(pick_layer(top["y"], top["tooltip"]))
+    datasets = {"lines": df}
+    if picks is not None:  # last: on top of the lines, whose clicks would otherwise go to them
+        for layer in layers:  # the columns carry the tooltip, and cover the lines
+            layer["encoding"].pop("tooltip", None)
+        datasets["picks"] = pick_columns(picks, smoothing)
+        layers.append(pick_layer(x_title, list(picks.values)))
     for value in style.rules:
         layers.append({"data": {"values": [{"y": value}]}, "mark": {"type": "rule", "strokeDash": [4, 4]},
                        "encoding": {"y": _q("y"), "color": {"value": "#888"}}})
     spec: Spec = {
-        "datasets": {"lines": df}, "data": {"name": "lines"}, "height": style.height, "autosize": AUTOSIZE,
+        "datasets": datasets, "data": {"name": "lines"}, "height": style.height, "autosize": AUTOSIZE,
         "title": {"text": title, "subtitle": help} if help else title,
         "encoding": {"x": _q("x", x_title, axis={"tickMinStep": 1} if x_steps else {}),
                      "color": colour},
         "layer": layers,
+        # a canvas, and no ARIA label per mark (the module's docstring says why)
+        "usermeta": {"embedOptions": {"renderer": "hybrid"}}, "config": {"mark": {"aria": False}},
     }
     return spec
 
 
-PICK = "pick"  # the point selection of a pickable line chart: [{"x": the clicked step}]
+PICK = "pick"  # the point selection of a chart with picks: [{"x": the clicked step}]
 
 
-def pick_layer(y: Spec, tooltip: list[Spec]) -> Spec:
-    """Invisible points over the lines with a click selection of the nearest point; the selection keeps
-    its x (the step). Vega-Lite's `nearest` needs a discrete mark, not a line or an area, and its
-    Voronoi cells cover the whole plot, so this layer also carries the tooltip (of the point nearest the
-    pointer) that the lines under it can no longer show."""
-    return {"params": [{"name": PICK, "select": {"type": "point", "on": "click", "nearest": True, "fields": ["x"],
-                                                 "clear": False}}],
-            "mark": {"type": "point", "opacity": 0, "clip": True}, "encoding": {"y": y, "tooltip": tooltip}}
+def _number(value: float) -> str:
+    return "—" if value != value else f"{value:,.4g}"  # NaN: the series has no value at that x
+
+
+def pick_columns(picks: Picks, smoothing: bool) -> pd.DataFrame:
+    """series.Picks as the pick layer's rows: x, the column's ends, and per series (v0, v1, ... in the
+    order of picks.values) its value at x as text: "smoothed (raw r)", the raw value alone, or "—" where
+    the series has none. Text made here, once, rather than a Vega format() per mark and field."""
+    out = pd.DataFrame({"x": picks.x, "x_lo": picks.lo, "x_hi": picks.hi})
+    raw_word = t("chart.raw")
+    for i, (raw, smooth) in enumerate(picks.values.values()):
+        out[f"v{i}"] = [f"{_number(s)} ({raw_word} {_number(r)})" if smoothing and r == r else _number(r)
+                        for r, s in zip(raw, smooth)]
+    return out
+
+
+def pick_layer(x_title: str, names: list[str]) -> Spec:
+    """Transparent columns over the plot (pick_columns' rows), one per x drawn, each reaching halfway to
+    its neighbours: a click anywhere picks the x nearest the pointer (a point selection of the column's
+    x), and hovering shows every series at that x. Columns, not Vega-Lite's `nearest` over the points:
+    that builds a Voronoi cell per point (3,600 on Live's first paint of a long run at 600 points a
+    curve), each an SVG path Vega parses again to draw and bound: ~0.5 s of the browser's CPU."""
+    return {"data": {"name": "picks"},
+            "params": [{"name": PICK, "select": {"type": "point", "on": "click", "fields": ["x"], "clear": False}}],
+            "mark": {"type": "rect", "fill": "transparent", "clip": True},
+            "encoding": {"x": _q("x_lo", x_title), "x2": {"field": "x_hi"}, "color": {"value": "transparent"},
+                         "tooltip": [_q("x", x_title, format=",.4~g"),
+                                     *({"field": f"v{i}", "type": "nominal", "title": name}
+                                       for i, name in enumerate(names))]}}
 
 
 def picked_x(selection) -> float | None:
-    """The x a click on a pickable chart picked (st.vega_lite_chart's returned selection), else None."""
+    """The x a click on a chart with picks picked (st.vega_lite_chart's returned selection), else None."""
     points = (selection or {}).get(PICK) or []
     value = points[0].get("x") if points and isinstance(points[0], dict) else None
     return float(value) if isinstance(value, (int, float)) else None

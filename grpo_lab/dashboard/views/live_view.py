@@ -25,8 +25,9 @@ from grpo_lab.rundir.reader import run_path, table_parts
 
 
 @st.cache_resource(max_entries=512, show_spinner=False)
-def _lines(run: str, version: tuple, panel: tuple[str, ...], x_mode: str, smoothing: float, _df) -> pd.DataFrame:
-    return series.long_frame(_df, list(panel), x_mode, smoothing)
+def _lines(run: str, version: tuple, panel: tuple[str, ...], x_mode: str, smoothing: float,
+           _df) -> tuple[pd.DataFrame, series.Picks]:
+    return series.long_frame(_df, list(panel), x_mode, smoothing), series.picks(_df, list(panel), x_mode, smoothing)
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
@@ -129,11 +130,11 @@ def draw_panels(panels: list[tuple[int, metrics.Panel]], *, run: str, frame: dat
     Groups at the step picked, its groups ordered by the panel's metric (curve_link)."""
     grid = st.columns(2) if panels else []
     for place, (i, panel) in enumerate(panels):
-        df = _lines(run, frame.version, panel.metrics, x_mode, smoothing, frame.df)
+        df, picks = _lines(run, frame.version, panel.metrics, x_mode, smoothing, frame.df)
         style = charts.LineStyle(smoothing=smoothing > 0, rules=bounds if panel.ratio else (), log_y=panel.ratio,
-                                 stacked=panel.stacked, pickable=True)
+                                 stacked=panel.stacked)
         spec = charts.line_chart(df, title=panel.title, help=panel.help, x_title=ui.x_title(x_mode),
-                                 y_title=panel.y_title, x_steps=x_mode == "step", style=style)
+                                 y_title=panel.y_title, x_steps=x_mode == "step", style=style, picks=picks)
         with grid[place % 2]:
             state = st.vega_lite_chart(spec=spec, key=f"live_chart_{i}", on_select="rerun",
                                        selection_mode=charts.PICK)
@@ -180,6 +181,8 @@ def render(run: str, x_mode: str, smoothing: float, extra: list[str], was_active
     histogram_section(run, low, high, missing is not None)
     mismatch_section(run)
     st.caption(t("live.read", rows=frame.new_rows, steps=len(frame.df), time=time.strftime("%H:%M:%S")))
+    if (stride := series.bucket_size(len(frame.df))) > 1:  # downsampled (series.minmax_indices): said so
+        st.caption(t("live.downsampled", stride=stride, points=series.MAX_POINTS))
 
 
 def histogram_section(run: str, low: float, high: float, foreign: bool = False) -> None:

@@ -5,13 +5,17 @@ Pure pandas/numpy (no Streamlit), so the numbers can be tested and benchmarked o
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
-# Points per series sent to the browser: a Live chart is half the page wide (about 600 px of plot on a
-# 1,500 px window), so 300 min/max pairs put a bucket on every two pixels and draw the same envelope as
-# every point would. Vega's work grows with the points: 1,000 a series cost ~0.3 s more on first paint.
-MAX_POINTS = 600
+# Points per series sent to the browser: a Live or Compare chart is half the page wide (512 px, about
+# 440 px of plot, on a 1,500 px window), so 200 min/max pairs put a bucket on every two pixels and
+# draw the same envelope as every point would. Vega's work grows with the points (each is a mark whose
+# encodings its interpreter evaluates): on Live's first paint of a 10,000-step run, 600 a series took
+# about 0.2 s more of the browser's CPU than 400.
+MAX_POINTS = 400
 
 
 def x_values(scalars: pd.DataFrame, mode: str) -> np.ndarray:
@@ -37,6 +41,15 @@ def ema(values: np.ndarray, weight: float) -> np.ndarray:
     return out
 
 
+def bucket_size(n: int, max_points: int = MAX_POINTS) -> int:
+    """Rows per bucket when minmax_indices downsamples n rows (1: every row is drawn).
+
+    >>> bucket_size(10_000), bucket_size(400), bucket_size(401)
+    (51, 1, 3)
+    """
+    return 1 if n <= max_points else -(-n // max(1, (max_points - 2) // 2))
+
+
 def minmax_indices(values: np.ndarray, max_points: int = MAX_POINTS) -> np.ndarray:
     """Indices of at most ~max_points rows that keep each bucket's min and max (and both ends).
 
@@ -45,7 +58,7 @@ def minmax_indices(values: np.ndarray, max_points: int = MAX_POINTS) -> np.ndarr
     n = len(values)
     if n <= max_points:
         return np.arange(n)
-    size = -(-n // max(1, (max_points - 2) // 2))  # rows per bucket, rounded up
+    size = bucket_size(n, max_points)
     buckets = -(-n // size)
     padded = np.full(buckets * size, np.nan)
     padded[:n] = values
@@ -57,30 +70,66 @@ def minmax_indices(values: np.ndarray, max_points: int = MAX_POINTS) -> np.ndarr
     return np.unique(keep[keep < n])
 
 
+def _kept(scalars: pd.DataFrame, metrics: list[str], smoothing: float,
+          max_points: int) -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray]]:
+    """Per metric present with a value: (name, the rows kept for the browser (positions in `scalars`), raw
+    and smoothed at every row). Smoothed over the logged values only; a row without a value stays NaN."""
+    out = []
+    for metric in metrics:
+        if metric not in scalars:
+            continue
+        raw = scalars[metric].to_numpy(dtype=float)
+        logged = np.flatnonzero(~np.isnan(raw))
+        if not len(logged):
+            continue
+        smooth = np.full(len(raw), np.nan)
+        smooth[logged] = ema(raw[logged], smoothing)
+        out.append((metric, logged[minmax_indices(raw[logged], max_points)], raw, smooth))
+    return out
+
+
 def long_frame(scalars: pd.DataFrame, metrics: list[str], x_mode: str = "step", smoothing: float = 0.0,
                max_points: int = MAX_POINTS, label: str | None = None) -> pd.DataFrame:
     """Rows (x, series, raw, smooth) for the metrics present, each series downsampled.
 
     `label` names every series by it instead of the metric (one run in a comparison chart).
     """
-    frames = []
     if scalars is None or scalars.empty:
         return pd.DataFrame(columns=["x", "series", "raw", "smooth"])
     x = x_values(scalars, x_mode)
-    for metric in metrics:
-        if metric not in scalars:
-            continue
-        raw = scalars[metric].to_numpy(dtype=float)
-        ok = ~np.isnan(raw)
-        if not ok.any():
-            continue
-        xs, raw = x[ok], raw[ok]
-        smooth = ema(raw, smoothing)
-        idx = minmax_indices(raw, max_points)
-        frames.append(pd.DataFrame({"x": xs[idx], "series": label or metric, "raw": raw[idx], "smooth": smooth[idx]}))
+    frames = [pd.DataFrame({"x": x[rows], "series": label or metric, "raw": raw[rows], "smooth": smooth[rows]})
+              for metric, rows, raw, smooth in _kept(scalars, metrics, smoothing, max_points)]
     if not frames:
         return pd.DataFrame(columns=["x", "series", "raw", "smooth"])
     return pd.concat(frames, ignore_index=True)
+
+
+@dataclass(frozen=True)
+class Picks:
+    """Where a click on a chart picks an x: one column of the plot per x the chart draws, from halfway to
+    the x before it to halfway to the x after it (the first and last stop at their x, so the axis keeps its
+    range), so a click anywhere picks the x nearest the pointer; with each series' values there, for the
+    column's tooltip."""
+
+    x: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    values: dict[str, tuple[np.ndarray, np.ndarray]]  # series -> (raw, smoothed) at each x; NaN where not logged
+
+
+def picks(scalars: pd.DataFrame, metrics: list[str], x_mode: str = "step", smoothing: float = 0.0,
+          max_points: int = MAX_POINTS) -> Picks:
+    """The columns of long_frame's chart of `metrics`: at every x one of its series draws a point."""
+    kept = _kept(scalars, metrics, smoothing, max_points) if scalars is not None and not scalars.empty else []
+    if not kept:
+        return Picks(np.array([]), np.array([]), np.array([]), {})
+    x_all = x_values(scalars, x_mode)
+    rows = np.unique(np.concatenate([r for _, r, _, _ in kept]))
+    xs, first = np.unique(x_all[rows], return_index=True)  # by x; a step logged twice: its first row
+    rows = rows[first]
+    mids = (xs[1:] + xs[:-1]) / 2
+    return Picks(xs, np.concatenate((xs[:1], mids)), np.concatenate((mids, xs[-1:])),
+                 {metric: (raw[rows], smooth[rows]) for metric, _, raw, smooth in kept})
 
 
 def histogram_grid(hist: pd.DataFrame, max_columns: int = 80) -> pd.DataFrame:
