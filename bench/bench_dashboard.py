@@ -16,7 +16,7 @@ downsampling, chart specs, serialisation); caches are emptied before each "first
 not (a dashboard imports once).
 
 --browser: from navigation to every chart of the first paint drawn (the overview; the other sections
-wait in closed expanders, grpo_lab/dashboard/views/live_view.py), median of three loads; then, once, the seconds from
+wait in closed expanders, grpo_lab/dashboard/views/live/live_view.py), median of three loads; then, once, the seconds from
 clicking the first closed section to every section's charts drawn, opening them one after another.
 Then Groups on the big run: from navigation to a step's group drawn (its table of G responses), and
 to the page done (the script finished: computation, tokens), median of three loads, each at a step

@@ -8,7 +8,7 @@ Each run is the same seeded beta 0 run of the demo's settings (logging off, no w
 is timed); runs with and without the option alternate, so a busy machine slows both alike. The first step
 of a run is left out (allocator warm-up). The option's cost is the reference's forward once a step
 (time/ref_s) and the k3 of each update (no_grad): the step's median with it against without it. The update
-itself does not change (tests/test_kl_on_request.py).
+itself does not change (tests/trainer/test_kl_on_request.py).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ given) while every process on the machine is sampled once a second; then the CPU
 each kind of process, beside the machine's total over the same time.
 
     .venv/bin/python bench/bench_suite_cpu.py                  # the whole suite, 4 workers
-    .venv/bin/python bench/bench_suite_cpu.py tests/browser    # a part (same workers)
+    .venv/bin/python bench/bench_suite_cpu.py tests/dashboard/browser    # a part (same workers)
     .venv/bin/python bench/bench_suite_cpu.py --durations=20   # and the 20 slowest tests
 
 On 2 cores the suite is CPU-bound (the cores are busy the whole run), so its wall time is about

@@ -8,7 +8,7 @@
    - Math-Verify's own test pairs, read from a local checkout of github.com/huggingface/Math-Verify
      (its tests/*.py are parsed here with `ast`; nothing of them is stored in this project);
      "math-verify alone" is its parse + verify with default settings, for reference;
-   - our own set, tests/test_rewards_math_verify.py CASES.
+   - our own set, tests/rewards/test_rewards_math_verify.py CASES.
    "old" is grpo_lab/rewards/verifier.py as it was before math-verify (from git; --old-rev to choose).
 2. Seconds per 1,000 verifications: on that mixed set (math-verify's verdict cache cleared,
    its worker processes already started), and on plain integers.
@@ -68,7 +68,7 @@ def math_verify_pairs(repo: Path) -> list[tuple[str, str, bool]]:
 
 def own_pairs() -> list[tuple[str, str, bool]]:
     sys.path.insert(0, str(ROOT / "tests"))  # the test module imports its helpers
-    spec = importlib.util.spec_from_file_location("own_cases", ROOT / "tests" / "test_rewards_math_verify.py")
+    spec = importlib.util.spec_from_file_location("own_cases", ROOT / "tests" / "rewards" / "test_rewards_math_verify.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return [(gold, completion, right) for completion, gold, right in module.CASES]
@@ -160,7 +160,7 @@ def main() -> None:
     math_verify_pool.shared_pool(workers).judge([math_verify_pool.Job(gold="1", answer="1")] * workers, 60)  # start
     print(f"old: grpo_lab/rewards/verifier.py at {rev}; new: math-verify, {workers} worker process(es)\n")
 
-    sets = {"our own set (tests/test_rewards_math_verify.py)": own_pairs()}
+    sets = {"our own set (tests/rewards/test_rewards_math_verify.py)": own_pairs()}
     if args.math_verify_repo:
         sets = {f"Math-Verify's test pairs ({args.math_verify_repo})": math_verify_pairs(args.math_verify_repo), **sets}
     mixed = []

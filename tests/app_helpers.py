@@ -47,8 +47,9 @@ def rerun(at: AppTest) -> AppTest:
 
 def live_open(*sections: str) -> dict[str, bool]:
     """Session state that opens Live's closed sections (every one when none is named), as a click would:
-    only the overview is drawn on first paint (grpo_lab/dashboard/views/live_view.py)."""
-    from grpo_lab.dashboard.views import live_view, metrics
+    only the overview is drawn on first paint (grpo_lab/dashboard/views/live/live_view.py)."""
+    from grpo_lab.dashboard.views import metrics
+    from grpo_lab.dashboard.views.live import live_view
 
     return {live_view.open_key(s): True for s in sections or (*metrics.SECTIONS[1:], live_view.HISTOGRAM)}
 

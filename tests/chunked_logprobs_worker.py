@@ -1,4 +1,4 @@
-"""A program tests/test_chunked_logprobs.py runs under torchrun: chunked log-probs under DDP and FSDP.
+"""A program tests/trainer/test_chunked_logprobs.py runs under torchrun: chunked log-probs under DDP and FSDP.
 
     torchrun --nproc-per-node 2 tests/chunked_logprobs_worker.py OUT.json
 

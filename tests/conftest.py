@@ -73,7 +73,7 @@ def _calls(item: pytest.Item, pattern: re.Pattern) -> bool:
 # Which tests share a worker under `pytest -n N --dist loadgroup` (make test); one group a test. Tests
 # that start torchrun take turns on one worker: two launches at once would be four ranks on two cores,
 # each waiting on the others' collectives. The tests of the browser's session dashboard (two trained
-# runs behind a streamlit server: tests/browser/conftest.py) share one worker, which builds it once.
+# runs behind a streamlit server: tests/dashboard/browser/conftest.py) share one worker, which builds it once.
 # Otherwise a test stays beside its module's other tests when they share a module (or class) fixture,
 # so that fixture (a trained run, a server) is built once rather than once per worker.
 TORCHRUN = re.compile(r"\b(torchrun|accelerate)\(|processes=2")

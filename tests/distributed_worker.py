@@ -1,4 +1,4 @@
-"""Programs tests/test_distributed.py runs under torchrun (and, to compare, as one plain process).
+"""Programs tests/trainer/test_distributed.py runs under torchrun (and, to compare, as one plain process).
 
     python tests/distributed_worker.py update OUT_DIR
         One GRPO update of the tiny model on a fixed synthetic batch of 8 responses, for each loss

@@ -28,12 +28,12 @@ from filelock import FileLock
 from grpo_lab.rundir.layout import write_json_atomic
 from trainer_helpers import ROOT, SMALL, run_trainer, torchrun
 
-# The shared GRPO run: 6 steps, a checkpoint every 3 (tests/test_train_run.py reads both).
+# The shared GRPO run: 6 steps, a checkpoint every 3 (tests/trainer/test_train_run.py reads both).
 GRPO_FLAGS = [*SMALL, "--max-steps", "6", "--checkpoint-every", "3"]
 # One pass, no reference model: the ratio is exactly 1 and no reference is loaded (two facts, one run).
 ONE_PASS_FLAGS = [*SMALL, "--max-steps", "2", "--passes", "1", "--beta", "0"]
 # The shared PPO run: same task, model and seed as the GRPO run, so their groups share prompts; GAE,
-# minibatch and KL options off their defaults so that tests/test_ppo_run.py checks them being used.
+# minibatch and KL options off their defaults so that tests/trainer/test_ppo_run.py checks them being used.
 PPO_BETA, PPO_GAMMA, PPO_LAM = 0.1, 0.9, 0.8
 PPO_FLAGS = [*SMALL, "--algo", "ppo", "--max-steps", "4", "--beta", str(PPO_BETA), "--gamma", str(PPO_GAMMA),
              "--lam", str(PPO_LAM), "--minibatches", "2", "--passes", "2"]
@@ -82,13 +82,13 @@ def ppo_run(tmp_path_factory) -> Path:
     return _once(tmp_path_factory, "ppo", lambda root: run_trainer(root, "ppo", *PPO_FLAGS))
 
 
-# The two-process runs (tests/test_distributed.py, tests/test_rank_timings.py): 2 steps on 2 ranks under
+# The two-process runs (tests/trainer/test_distributed.py, tests/trainer/test_rank_timings.py): 2 steps on 2 ranks under
 # torchrun, and the same seed and global batch on one process.
 RANKS_FLAGS = ["--prompts-per-step", "4", "--group-size", "4", "--sft-steps", "5", "--flush-seconds", "0",
                "--max-steps", "2", "--seed", "5"]
 SLOW_S = 1.0  # rank 1's extra seconds per sampling call
 # python -m grpo_lab.trainer, except that rank 1's sampling sleeps first: rank 0 can see the straggler
-# only through rank 1's own figures (tests/test_rank_timings.py)
+# only through rank 1's own figures (tests/trainer/test_rank_timings.py)
 STRAGGLER = f"""
 import os, sys, time
 from grpo_lab.trainer import sampling

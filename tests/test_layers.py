@@ -79,3 +79,13 @@ def test_the_readme_layout_names_every_folder_in_layer_order():
     assert sorted(set(listed) & set(LAYERS)) == packages, f"README tree lists {listed}"
     ranks = [LAYERS[name] for name in listed if name in LAYERS]
     assert ranks == sorted(ranks), f"README tree out of layer order: {listed}"
+
+
+def test_the_tests_mirror_the_package():
+    """A test file sits in the folder of the layer it tests; only package-wide checks stay at the top."""
+    tests = PACKAGE.parent / "tests"
+    folders = {p.name for p in tests.iterdir() if p.is_dir() and not p.name.startswith((".", "__"))}
+    assert folders <= set(LAYERS), f"test folders that are no layer: {sorted(folders - set(LAYERS))}"
+    top = sorted(p.name for p in tests.glob("test_*.py"))
+    assert top == ["test_bench_gpu_vs_trl.py", "test_bench_sweep_stats.py", "test_doctests.py", "test_layers.py",
+                   "test_package.py"], f"move these into their layer's folder: {top}"

@@ -1,4 +1,4 @@
-"""A TRL 1.16 output folder of a run with tools, as GRPOTrainer writes it (tests/test_trl_tool_turns.py
+"""A TRL 1.16 output folder of a run with tools, as GRPOTrainer writes it (tests/rundir/test_trl_tool_turns.py
 says where each shape comes from): completions/completions_<step>.parquet and trainer_state.json."""
 
 from __future__ import annotations

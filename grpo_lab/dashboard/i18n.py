@@ -2,7 +2,7 @@
 
 The text lives in dashboard/locales/<code>.yaml, one file per language, each a flat mapping
 key -> text with the same keys: a translator edits those files and never opens code, and a third
-language is one more file (its `language.name` is what the switch shows). tests/test_i18n.py
+language is one more file (its `language.name` is what the switch shows). tests/dashboard/test_i18n.py
 checks that every file has the same keys and placeholders, and that every key the code asks for exists.
 
 `t("group.title")` returns the text in the chosen language; the choice lives in

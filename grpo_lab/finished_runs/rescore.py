@@ -17,8 +17,8 @@ back by grpo_lab/rundir/rescores.py):
     summary.json      what changed: rewards, advantage signs, groups that gain or lose signal
 
 written under a temporary name and renamed into place. Rescoring with the run's own rewards gives
-back its `reward` and `advantage` columns exactly (tests/test_rescore.py), a TRL run's to 1e-6
-(tests/test_rescore_trl_faithful.py).
+back its `reward` and `advantage` columns exactly (tests/finished_runs/test_rescore.py), a TRL run's to 1e-6
+(tests/finished_runs/test_rescore_trl_faithful.py).
 
 What a reward reads is what the run logged. Where the run kept its trainer's reward call (a TRL run
 written by the callback: `source_prompt`, `source_completion`, `source_completion_ids` and the dataset's

@@ -7,7 +7,7 @@ import streamlit as st
 
 from grpo_lab.dashboard import parse, ui
 from grpo_lab.dashboard.reading import data, variants_data
-from grpo_lab.dashboard.views import compare_view, variants_view
+from grpo_lab.dashboard.views.compare import compare_view, variants_view
 from grpo_lab.dashboard.i18n import t
 
 st.title("⚖️ " + t("nav.compare"))

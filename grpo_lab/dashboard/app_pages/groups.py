@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from grpo_lab.dashboard import ui
-from grpo_lab.dashboard.views import groups_view
+from grpo_lab.dashboard.views.groups import groups_view
 from grpo_lab.dashboard.i18n import t
 
 st.title("👥 " + t("nav.groups"))

@@ -7,7 +7,7 @@ import streamlit as st
 
 from grpo_lab.dashboard import ui
 from grpo_lab.dashboard.reading import data
-from grpo_lab.dashboard.views import live_view
+from grpo_lab.dashboard.views.live import live_view
 from grpo_lab.dashboard.i18n import t
 
 st.title("📈 " + t("nav.live"))

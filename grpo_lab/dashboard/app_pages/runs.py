@@ -9,7 +9,7 @@ from grpo_lab.dashboard import ui
 from grpo_lab.dashboard import launch_form
 from grpo_lab.launching import launcher
 from grpo_lab.dashboard.reading import data
-from grpo_lab.dashboard.views import runs_view
+from grpo_lab.dashboard.views.runs import runs_view
 from grpo_lab.dashboard.i18n import t
 
 st.title("🗂️ " + t("nav.runs"))

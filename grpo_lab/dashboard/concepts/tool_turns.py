@@ -23,7 +23,7 @@ import torch
 
 from grpo_lab.dashboard.concepts import run_picker
 from grpo_lab.dashboard.i18n import t
-from grpo_lab.dashboard.views.turns import BadCell, read_turns
+from grpo_lab.dashboard.views.groups.turns import BadCell, read_turns
 from grpo_lab.objective.functions import group_advantages, grpo_loss
 from grpo_lab.objective.options import LossSettings
 

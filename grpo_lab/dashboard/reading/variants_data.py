@@ -7,7 +7,7 @@ A rerun with nothing new therefore costs a stat of each part and dictionary look
 per-run statistics and the summary are numpy/pandas group-bys over the one long frame, computed
 once per version of the data (and per x-axis, metric or threshold), never a loop over runs per
 rerun. The numbers are those of rundir.variants (band, per_run, summary_table), which
-tests/test_variants_cache.py holds to against the direct per-run computation.
+tests/dashboard/test_variants_cache.py holds to against the direct per-run computation.
 """
 
 from __future__ import annotations

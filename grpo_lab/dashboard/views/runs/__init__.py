@@ -1,0 +1,1 @@
+"""The Runs page: the list, its filters, management (delete, archive, tags), sweeps."""
