@@ -40,7 +40,8 @@ MAIN = "[data-testid=stMainBlockContainer]"
 
 @contextlib.contextmanager
 def streamlit_server(runs: Path):
-    """`streamlit run grpo_lab/dashboard/app.py` on a free port over the runs folder `runs`; yields its url."""
+    """`streamlit run grpo_lab/dashboard/app.py` on a free port over the runs folder `runs`; yields its url once
+    the server answers its health check."""
     port = free_port()
     log = open(runs.parent / "streamlit.log", "wb")
     proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "grpo_lab" / "dashboard" / "app.py"),
@@ -49,6 +50,7 @@ def streamlit_server(runs: Path):
                             cwd=ROOT, env={**os.environ, "GRPO_LAB_RUNS_DIR": str(runs), "PYTHONPATH": str(ROOT)},
                             stdout=log, stderr=subprocess.STDOUT)
     try:
+        wait_until_healthy(f"http://127.0.0.1:{port}", runs)
         yield f"http://127.0.0.1:{port}"
     finally:
         stop_server(proc)

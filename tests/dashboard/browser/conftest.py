@@ -14,7 +14,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # browser_helpers, whatever the import mode
 from browser_helpers import (ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, stop_trainers,  # noqa: E402
-                             streamlit_server, wait_until_healthy)
+                             streamlit_server)
 from trainer_helpers import start_trainer, wait_trainers  # noqa: E402  (browser_helpers put tests/ on the path)
 from playwright.sync_api import expect  # noqa: E402
 
@@ -48,7 +48,6 @@ def server(tmp_path_factory):
     try:
         with streamlit_server(runs) as url:
             wait_trainers(made, timeout=240)
-            wait_until_healthy(url, runs)
             yield url, runs
     finally:
         stop_trainers(runs)

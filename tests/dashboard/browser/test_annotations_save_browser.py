@@ -15,7 +15,7 @@ import threading
 import pytest
 from playwright.sync_api import expect
 
-from browser_helpers import assert_page_whole, streamlit_server, to_chinese, wait_idle, wait_until_healthy
+from browser_helpers import assert_page_whole, streamlit_server, to_chinese, wait_idle
 from grpo_lab.rundir import annotations
 from grpo_lab.rundir.status import ACTIVE_STATES, read_status
 from trainer_helpers import start_trainer, wait_trainers, wait_until
@@ -59,7 +59,6 @@ def test_every_save_lands_and_is_confirmed_while_runs_start_and_end(tmp_path, pa
     heading, tags_label, note_label, save_label = WORDS[lang]
     try:
         with streamlit_server(runs) as url:
-            wait_until_healthy(url, runs)
             page.goto(f"{url}/?run={TARGET}")
             wait_idle(page)
             if lang == "zh":

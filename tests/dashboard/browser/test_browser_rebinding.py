@@ -69,7 +69,6 @@ def open_as(rebinding_browser):
 
 def test_a_page_under_another_host_name_gets_the_token_prompt(runs, open_as):
     with environ(**{access.TOKEN_ENV: TOKEN, access.ALLOWED_HOSTS_ENV: ""}), streamlit_server(runs) as url:
-        wait_until_healthy(url, runs)
         port = url.rsplit(":", 1)[1]
         local = open_as(url)
         local.get_by_text(RUN).first.wait_for(state="attached")  # 127.0.0.1: the runs table (a canvas; cells hidden)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from browser_helpers import (ARTIFACTS, CHROMIUM, EXCEPTION, ROOT, assert_page_whole, click_until, locale,
-                             streamlit_server, wait_until_healthy)
+                             streamlit_server)
 
 pytestmark = pytest.mark.browser
 
@@ -48,7 +48,6 @@ def concepts_server(tmp_path_factory):
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     with streamlit_server(runs) as url:
-        wait_until_healthy(url, runs)
         yield url
 
 

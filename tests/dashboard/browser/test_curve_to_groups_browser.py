@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from browser_helpers import assert_page_whole, locale, streamlit_server, to_chinese, wait_idle, wait_until_healthy
+from browser_helpers import assert_page_whole, locale, streamlit_server, to_chinese, wait_idle
 from playwright.sync_api import expect
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -26,7 +26,6 @@ def served(tmp_path_factory):
     runs = tmp_path_factory.mktemp("curve-runs")
     write_run(runs, NAME)
     with streamlit_server(runs) as url:
-        wait_until_healthy(url, runs)
         yield url
 
 

@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 from playwright.sync_api import expect
 
-from browser_helpers import (assert_page_whole, locale, streamlit_server, to_chinese, type_to_choose, wait_idle,
-                             wait_until_healthy)
+from browser_helpers import (assert_page_whole, locale, streamlit_server, to_chinese, type_to_choose, wait_idle)
 from grpo_lab.rundir.layout import RunPaths, write_json_atomic
 from grpo_lab.rundir.writer import RunWriter
 from grpo_lab.trainer.config import Config
@@ -51,7 +50,6 @@ def kl_server(tmp_path_factory):
              write_run(runs, ZERO, 2, 0.0, None),  # logged nothing, as a beta = 0 run does now
              write_run(runs, BETA, 0, 0.04, 0.05), write_run(runs, BETA, 1, 0.04, 0.051)]
     with streamlit_server(runs) as url:
-        wait_until_healthy(url, runs)
         yield url, names
 
 

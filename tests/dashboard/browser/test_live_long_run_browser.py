@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 import pytest
-from browser_helpers import assert_page_whole, locale, streamlit_server, wait_idle, wait_until_healthy
+from browser_helpers import assert_page_whole, locale, streamlit_server, wait_idle
 from playwright.sync_api import expect
 
 from grpo_lab.dashboard.views import series
@@ -54,7 +54,6 @@ def served(tmp_path_factory):
     runs = tmp_path_factory.mktemp("long-runs")
     write_long_run(runs)
     with streamlit_server(runs) as url:
-        wait_until_healthy(url, runs)
         yield url
 
 

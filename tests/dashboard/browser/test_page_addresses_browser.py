@@ -8,7 +8,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from browser_helpers import streamlit_server, wait_idle, wait_until_healthy
+from browser_helpers import streamlit_server, wait_idle
 from variants_helpers import write_run
 
 
@@ -18,7 +18,6 @@ def address_server(tmp_path_factory):
     for i in range(2):
         write_run(runs, f"k{i}", "", "", i, 0.5, steps=3)
     with streamlit_server(runs) as url:
-        wait_until_healthy(url, runs)
         yield url
 
 

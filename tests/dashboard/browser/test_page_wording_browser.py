@@ -10,8 +10,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from browser_helpers import assert_page_whole, click_until, locale, streamlit_server, to_chinese, wait_idle, \
-    wait_until_healthy
+from browser_helpers import assert_page_whole, click_until, locale, streamlit_server, to_chinese, wait_idle
 from playwright.sync_api import expect
 from queue_helpers import plant, set_state
 from run_sources import imported_verl_run
@@ -48,7 +47,6 @@ def served(tmp_path_factory):
         plant(runs, QUEUED, ["--name", QUEUED, "--sweep", "q", "--variant", "a=1", "--algo", "ppo",
                              "--max-steps", str(PLANNED)], sign=True)
         with streamlit_server(runs) as url:
-            wait_until_healthy(url, runs)
             yield url, runs
 
 

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from browser_helpers import streamlit_server, wait_idle, wait_until_healthy
+from browser_helpers import streamlit_server, wait_idle
 from playwright.sync_api import expect
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -25,7 +25,6 @@ def rating_server(tmp_path_factory):
     runs = tmp_path_factory.mktemp("rating-runs")
     fake_run(runs, "rated", steps=2, groups=3, completion=lambda step, group, i: f"answer {step} {group} {i}")
     with streamlit_server(runs) as url:
-        wait_until_healthy(url, runs)
         yield url, runs / "rated"
 
 

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from browser_helpers import locale, streamlit_server, to_chinese, wait_idle, wait_until_healthy
+from browser_helpers import locale, streamlit_server, to_chinese, wait_idle
 from playwright.sync_api import expect
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -44,7 +44,6 @@ def late_server(tmp_path_factory):
     labels.set_waiting(first, step=1, groups=[{"group": 0, "prompt_id": "0+1", "prompt": "0+1=",
                                                "completions": ["one", "two"]}])
     with streamlit_server(runs) as url:
-        wait_until_healthy(url, runs)
         yield url, runs
 
 

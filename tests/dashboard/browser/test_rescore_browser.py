@@ -7,8 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from browser_helpers import (assert_page_whole, literal, locale, streamlit_server, to_chinese, wait_idle,
-                             wait_until_healthy)
+from browser_helpers import (assert_page_whole, literal, locale, streamlit_server, to_chinese, wait_idle)
 from run_sources import imported_verl_run
 from playwright.sync_api import expect
 
@@ -26,7 +25,6 @@ def served(tmp_path_factory):
     rescore.rescore(root / "runs" / "verl", rescore.parse_request("length", params={"length": {"max_len": 1}},
                                                                   name="short"))
     with streamlit_server(root / "runs") as url:
-        wait_until_healthy(url, root / "runs")
         yield url, root / "runs" / "verl"
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from browser_helpers import locale, streamlit_server, wait_idle, wait_until_healthy
+from browser_helpers import locale, streamlit_server, wait_idle
 from run_sources import imported_verl_run
 from playwright.sync_api import expect
 
@@ -25,7 +25,6 @@ def served(tmp_path_factory):
     program.write_text(f"#!/bin/sh\necho ran >> {root / 'elsewhere' / 'ran.marker'}\n")
     program.chmod(0o755)
     with streamlit_server(root / "runs") as url:
-        wait_until_healthy(url, root / "runs")
         yield url, root / "runs" / "verl", program, root / "elsewhere" / "ran.marker"
 
 

@@ -9,8 +9,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from browser_helpers import (Traffic, assert_page_whole, choose, streamlit_server, submit, to_chinese, wait_idle,
-                             wait_until_healthy)
+from browser_helpers import (Traffic, assert_page_whole, choose, streamlit_server, submit, to_chinese, wait_idle)
 from grpo_lab.rundir import annotations
 from labels_helpers import fake_run
 from variants_helpers import write_run
@@ -25,7 +24,6 @@ def link_server(tmp_path_factory):
         write_run(runs, f"k{i}", "", "", i, 0.5)
     fake_run(runs, "rated", steps=2, groups=2, completion=lambda step, group, i: f"answer {step} {group} {i}")
     with streamlit_server(runs) as url:
-        wait_until_healthy(url, runs)
         yield url, runs
 
 

@@ -9,7 +9,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from browser_helpers import assert_page_whole, choose, streamlit_server, to_chinese, wait_idle, wait_until_healthy
+from browser_helpers import assert_page_whole, choose, streamlit_server, to_chinese, wait_idle
 from grpo_lab.rundir import annotations
 from trainer_helpers import wait_until
 from variants_helpers import write_run
@@ -23,7 +23,6 @@ def manage_server(tmp_path_factory):
     for i in range(3):
         write_run(runs, f"m{i}", "", "", i, 0.5)
     with streamlit_server(runs) as url:
-        wait_until_healthy(url, runs)
         yield url, runs
 
 

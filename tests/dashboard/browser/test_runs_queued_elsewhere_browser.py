@@ -12,7 +12,7 @@ import time
 import pytest
 from playwright.sync_api import expect
 
-from browser_helpers import assert_page_whole, choose, streamlit_server, wait_idle, wait_until_healthy
+from browser_helpers import assert_page_whole, choose, streamlit_server, wait_idle
 from grpo_lab.launching import launcher
 from variants_helpers import write_run
 
@@ -28,7 +28,6 @@ def elsewhere_server(tmp_path_factory):
              "processes": 1, "queued_at": time.time(), "id": "1" * 32, "key": "f" * 16, "signature": "0" * 64}
     (runs / launcher.LAUNCH_DIR / "theirs.json").write_text(json.dumps(entry))  # another key's: not this one's
     with streamlit_server(runs) as url:
-        wait_until_healthy(url, runs)
         yield url, runs
 
 

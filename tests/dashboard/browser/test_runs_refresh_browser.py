@@ -10,7 +10,7 @@ import os
 import pytest
 from playwright.sync_api import expect
 
-from browser_helpers import locale, streamlit_server, wait_idle, wait_until_healthy
+from browser_helpers import locale, streamlit_server, wait_idle
 from grpo_lab.rundir.layout import write_json_atomic
 from variants_helpers import write_run
 
@@ -23,7 +23,6 @@ def quiet_server(tmp_path_factory):
     runs = tmp_path_factory.mktemp("quiet-runs")
     write_run(runs, "first", "", "", 0, 0.5, steps=3)
     with streamlit_server(runs) as url:
-        wait_until_healthy(url, runs)
         yield url, runs
 
 

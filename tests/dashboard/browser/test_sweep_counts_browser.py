@@ -19,7 +19,7 @@ import time
 import pytest
 from playwright.sync_api import expect
 
-from browser_helpers import assert_page_whole, locale, streamlit_server, to_chinese, wait_idle, wait_until_healthy
+from browser_helpers import assert_page_whole, locale, streamlit_server, to_chinese, wait_idle
 from grpo_lab.launching import launcher
 from queue_helpers import DIED, EXPECTED, LAUNCHING, set_state
 from trainer_helpers import wait_until
@@ -80,7 +80,6 @@ def sweep_server(tmp_path_factory):
             wait_until(lambda: launcher.is_trainer_of(trainer.pid, LAUNCHING, runs), 30,
                        "the stub trainer to look like one", alive=trainer)
             with streamlit_server(runs) as url:
-                wait_until_healthy(url, runs)
                 yield url
         finally:
             trainer.kill()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from browser_helpers import assert_page_whole, streamlit_server, to_chinese, wait_idle, wait_until_healthy
+from browser_helpers import assert_page_whole, streamlit_server, to_chinese, wait_idle
 from variants_helpers import write_sweep
 
 
@@ -16,7 +16,6 @@ def sweep_runs_server(tmp_path_factory):
     runs = tmp_path_factory.mktemp("sweep-runs-page")
     write_sweep(runs, "s", {"beta=0": 0.2, "beta=0.04": 0.8}, seeds=3, steps=12)
     with streamlit_server(runs) as url:
-        wait_until_healthy(url, runs)
         yield url
 
 

@@ -13,8 +13,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from browser_helpers import (assert_page_whole, click_until, locale, streamlit_server, to_chinese, wait_idle,
-                             wait_until_healthy)
+from browser_helpers import (assert_page_whole, click_until, locale, streamlit_server, to_chinese, wait_idle)
 from grpo_lab.rundir.layout import RunPaths, write_json_atomic
 from grpo_lab.rundir.writer import RunWriter
 from grpo_lab.trainer.config import Config
@@ -65,7 +64,6 @@ def tool_server(tmp_path_factory):
     runs = tmp_path_factory.mktemp("tool-token-runs")
     write_tool_run(runs)
     with streamlit_server(runs) as url:
-        wait_until_healthy(url, runs)
         yield url
 
 

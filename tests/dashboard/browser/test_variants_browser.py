@@ -11,7 +11,7 @@ import time
 import pytest
 from playwright.sync_api import expect
 
-from browser_helpers import assert_page_whole, streamlit_server, to_chinese, wait_idle, wait_until_healthy
+from browser_helpers import assert_page_whole, streamlit_server, to_chinese, wait_idle
 from variants_helpers import write_sweep
 
 CHARTS = "[data-testid=stVegaLiteChart]"
@@ -22,7 +22,6 @@ def sweep_server(tmp_path_factory):
     runs = tmp_path_factory.mktemp("sweep-browser-runs")
     write_sweep(runs, "s", {"beta=0": 0.2, "beta=0.04": 0.8, "beta=0.1": 0.5}, seeds=5, steps=200)
     with streamlit_server(runs) as url:
-        wait_until_healthy(url, runs)
         yield url
 
 
