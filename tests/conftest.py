@@ -139,11 +139,12 @@ def trainer_flags(flags: dict) -> list[str]:
 
 @pytest.fixture
 def tiny_run(tmp_path) -> Callable[..., Path]:
-    """tiny_run(name="run", **flags): a finished run of the built-in demo on a few-second budget
-    (trainer_helpers.SMALL, then `flags` as trainer options) in this test's folder; its directory.
+    """tiny_run(name="run", fresh=False, **flags): a finished run of the built-in demo on a few-second
+    budget (trainer_helpers.SMALL, then `flags` as trainer options) in this test's folder; its directory.
+    `fresh`: a new `python -m grpo_lab.trainer` instead of a fork (trainer_helpers.run_trainer).
     A trainer that fails fails the test with its last stderr lines."""
-    def make(name: str = "run", **flags) -> Path:
-        result = run_trainer(tmp_path, name, *SMALL, *trainer_flags(flags))
+    def make(name: str = "run", fresh: bool = False, **flags) -> Path:
+        result = run_trainer(tmp_path, name, *SMALL, *trainer_flags(flags), fresh=fresh)
         assert result.returncode == 0, result.stderr[-3000:]
         return tmp_path / name
     return make

@@ -12,6 +12,8 @@ from typing import Any, Callable
 
 import pandas as pd
 
+import trainer_fork
+
 from grpo_lab.rundir import metrics
 from grpo_lab.rundir.reader import TableReader
 from grpo_lab.rundir.status import read_status
@@ -39,21 +41,35 @@ def torchrun(*args: str, nproc: int = 2, launcher: tuple[str, ...] = ()) -> list
 
 
 def run_trainer(runs_dir: Path, name: str, *args: str, timeout: float = 300, user_modules: Path | None = None,
-                env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    """The trainer to its end. `user_modules`: a folder the run imports rewards, tools or environments
-    from (`module:function`); `env`: variables added to this process's."""
+                env: dict[str, str] | None = None, fresh: bool = False) -> subprocess.CompletedProcess:
+    """The trainer to its end, forked from this worker's trainer server (tests/trainer_fork.py) unless
+    `fresh` asks for a new `python -m grpo_lab.trainer` or `env` sets what the libraries read on import.
+    `user_modules`: a folder the run imports rewards, tools or environments from (`module:function`);
+    `env`: variables added to this process's."""
     path = str(ROOT) + (f"{os.pathsep}{user_modules}" if user_modules else "")
-    return subprocess.run(trainer_cmd(runs_dir, name, *args), cwd=ROOT, env={**os.environ, **(env or {}), "PYTHONPATH": path},
-                          capture_output=True, text=True, timeout=timeout)
+    full_env = {**os.environ, **(env or {}), "PYTHONPATH": path}
+    argv = trainer_cmd(runs_dir, name, *args)
+    if fresh or not trainer_fork.forkable(full_env):
+        return subprocess.run(argv, cwd=ROOT, env=full_env, capture_output=True, text=True, timeout=timeout)
+    proc = trainer_fork.fork_trainer(argv[3:], full_env)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
-def start_trainer(runs_dir: Path, name: str, *args: str) -> subprocess.Popen:
-    """A trainer in the background (stderr kept for the failure message); finish it with wait_trainers."""
-    return subprocess.Popen(trainer_cmd(runs_dir, name, *args), cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+def start_trainer(runs_dir: Path, name: str, *args: str) -> trainer_fork.ForkedTrainer | subprocess.Popen:
+    """A trainer in the background, forked from this worker's trainer server like run_trainer's; finish it
+    with wait_trainers (its stderr is kept for the failure message)."""
+    argv, env = trainer_cmd(runs_dir, name, *args), {**os.environ, "PYTHONPATH": str(ROOT)}
+    if not trainer_fork.forkable(env):
+        return subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    return trainer_fork.fork_trainer(argv[3:], env)
 
 
-def wait_trainers(procs: list[subprocess.Popen], timeout: float = 300) -> None:
+def wait_trainers(procs: list, timeout: float = 300) -> None:
     """Each trainer must succeed. communicate() drains stderr (progress bars fill it), so a
     trainer never blocks on a full pipe the way wait() would let it."""
     for proc in procs:

@@ -1,5 +1,6 @@
 """Each seed is a real seed: the same config and seed twice on one CPU process gives the same run,
-and another seed a different one. Only wall-clock columns may differ between the twins: `time`
+and another seed a different one. One twin is a fresh `python -m grpo_lab.trainer`, the other a fork of
+the tests' trainer server (tests/trainer_fork.py): the fork the other tests use trains as the command does. Only wall-clock columns may differ between the twins: `time`
 (a timestamp), `wall_s`, `time/*` (step timings) and `perf/*` (throughput, computed from them)."""
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ def _not_clock(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def test_same_seed_same_run_other_seed_other_run(tiny_run):
-    a, b = tiny_run("twin-a", seed=7, **FLAGS), tiny_run("twin-b", seed=7, **FLAGS)
+    a, b = tiny_run("twin-a", seed=7, fresh=True, **FLAGS), tiny_run("twin-b", seed=7, **FLAGS)
     c = tiny_run("other", seed=8, **FLAGS)
     sa, sb, sc = (_not_clock(read_table(d, "scalars")) for d in (a, b, c))
     assert {"reward/mean", "kl/mean", "loss/policy", "grad/norm"} <= set(sa.columns)
