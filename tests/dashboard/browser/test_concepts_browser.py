@@ -52,12 +52,13 @@ def concepts_server(tmp_path_factory):
 
 
 @pytest.fixture
-def tall_page(browser):
+def tall_page(profile):
     """A page 1600 px tall (conftest's `page` is 1000); `_check` keeps its screenshot as
     test-artifacts/concepts-<name>.png when a check fails."""
-    context = browser.new_context(viewport={"width": 1400, "height": 1600})
-    yield context.new_page()
-    context.close()
+    page = profile.new_page()
+    page.set_viewport_size({"width": 1400, "height": 1600})
+    yield page
+    page.close()
 
 
 def _shot(pg, name: str) -> None:
