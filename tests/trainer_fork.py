@@ -13,9 +13,11 @@ where it is started: the console script (test_package), torchrun, the dashboard'
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import select
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -77,7 +79,7 @@ class _Server:
     proc: subprocess.Popen | None = None
     env: dict[str, str] = {}
     lock = threading.Lock()
-    folder = Path(tempfile.mkdtemp(prefix="forked-trainers-"))
+    folder: Path | None = None  # each trainer's stdout, stderr and exit status, one folder a trainer
     count = 0
 
 
@@ -85,6 +87,9 @@ def fork_trainer(argv: list[str], env: dict[str, str]) -> ForkedTrainer:
     """`python -m grpo_lab.trainer *argv` in `env`, run from the project's root, as a fork of the server."""
     with _Server.lock:
         if _Server.proc is None or _Server.proc.poll() is not None:
+            if _Server.folder is None:
+                _Server.folder = Path(tempfile.mkdtemp(prefix="forked-trainers-"))
+                atexit.register(shutil.rmtree, _Server.folder, ignore_errors=True)
             _Server.env = {**os.environ, "PYTHONPATH": str(ROOT)}
             _Server.proc = subprocess.Popen([sys.executable, __file__], cwd=ROOT, env=_Server.env, text=True,
                                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
@@ -125,8 +130,6 @@ def _child(job: dict, main) -> None:
         traceback.print_exc()
     finally:
         try:
-            import atexit
-
             atexit._run_exitfuncs()  # what the interpreter's exit would run: the math-verify pool's close
             sys.stdout.flush()
             sys.stderr.flush()
