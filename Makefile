@@ -29,15 +29,19 @@ dashboard: $(STAMP)
 # both cores busy. tests/conftest.py says which tests share a worker (loadgroup) and puts the longest
 # groups first (hence no reordering by size). --durations=20: the slowest tests, printed on every run.
 PARALLEL := -n 4 --dist loadgroup --no-loadscope-reorder
+# Bytecode caches are written even where the environment says not to (this project's machines set
+# PYTHONDONTWRITEBYTECODE): without them every worker, trainer, rank and dashboard server of a fresh
+# clone compiles the package and the tests from source again.
+PYTEST := env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest
 
 test: $(STAMP) system-deps
 	$(PY) -m pip install -q -r requirements-trl.txt
 	bash scripts/get-smollm2.sh --install-only
-	$(PY) -m pytest -q $(PARALLEL) --durations=20
+	$(PYTEST) -q $(PARALLEL) --durations=20
 
 # The loop while working: pure functions, the objective, rewards, readers and the pages whose fixtures
 # start no trainer (tests marked slow, browser or smollm2 are left out; see pytest.ini). CI runs `make test`.
 # Two workers: these tests are CPU-bound (no trainer to wait on), one a core.
 test-fast: $(STAMP)
 	$(PY) -m pip install -q -r requirements-trl.txt
-	$(PY) -m pytest -q -n 2 --dist loadgroup --no-loadscope-reorder -m "not slow and not browser and not smollm2"
+	$(PYTEST) -q -n 2 --dist loadgroup --no-loadscope-reorder -m "not slow and not browser and not smollm2"
