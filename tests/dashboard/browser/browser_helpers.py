@@ -220,6 +220,19 @@ def submit(page, traffic: Traffic, button, tries: int = 3) -> None:
                          "for it in 60 s")
 
 
+def grid_rows(grid, *headings: str, cells: bool = True) -> tuple[list[str], list[list[str]]]:
+    """(headings, rows of cell texts) of an st.dataframe: a canvas whose cells are in its accessible table.
+    Waits for a column headed by each of `headings` (and, with `cells`, for a first cell): after a rerun,
+    such as a language switch, the grid redraws once the script has finished, so for a moment its table
+    still holds the last run's words."""
+    if cells:
+        expect(grid.locator("td[role=gridcell]").first).to_be_attached()
+    for heading in headings:
+        expect(grid.locator("thead th").get_by_text(heading, exact=True).first).to_be_attached()
+    return grid.locator("thead th").all_inner_texts(), [r.locator("td").all_inner_texts()
+                                                        for r in grid.locator("tbody tr").all()]
+
+
 def to_chinese(page, heading: str) -> None:
     """Pick 中文 in the sidebar's language switch; returns once the page's h1 reads `heading`."""
     click_until(page, page.get_by_text("中文", exact=True), page.locator("h1").filter(has_text=heading))

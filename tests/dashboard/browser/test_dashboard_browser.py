@@ -134,7 +134,7 @@ def test_the_training_pages_follow_the_language_switch(server, page):
     picked = page.locator("[data-testid=stSelectbox] input").evaluate_all("es => es.map(e => e.value)")
     shown = [v for v in picked if v.startswith("alpha")]
     states = [v for k, v in locale("zh").items() if k.startswith("state.")]
-    print("PICKED", picked); assert shown and any(s in shown[0] for s in states), picked
+    assert shown and any(s in shown[0] for s in states), picked
     # the choice lasts the session: the navigation is in Chinese, and so is the next page
     page.locator("[data-testid=stSidebarNav] a").filter(has_text="组查看").click()
     expect(page.locator("h1").filter(has_text="组查看")).to_be_visible()

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from playwright.sync_api import expect
 
-from browser_helpers import (assert_page_whole, locale, streamlit_server, to_chinese, type_to_choose, wait_idle)
+from browser_helpers import (assert_page_whole, grid_rows, locale, streamlit_server, to_chinese, type_to_choose,
+                             wait_idle)
 from grpo_lab.rundir.layout import RunPaths, write_json_atomic
 from grpo_lab.rundir.writer import RunWriter
 from grpo_lab.trainer.config import Config
@@ -53,13 +54,6 @@ def kl_server(tmp_path_factory):
         yield url, names
 
 
-def grid_rows(grid) -> tuple[list[str], list[list[str]]]:
-    """(headings, rows of cell texts) of an st.dataframe: a canvas, whose cells are in its accessible table."""
-    expect(grid.locator("td[role=gridcell]").first).to_be_attached()
-    return grid.locator("thead th").all_inner_texts(), [r.locator("td").all_inner_texts()
-                                                        for r in grid.locator("tbody tr").all()]
-
-
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_a_sweep_does_not_compare_a_kl_that_beta_0_did_not_measure(kl_server, page, lang):
     url, _ = kl_server
@@ -80,9 +74,9 @@ def test_a_sweep_does_not_compare_a_kl_that_beta_0_did_not_measure(kl_server, pa
     assert words["claims"] not in verdict.inner_text(), verdict.inner_text()
 
     # the per-metric table: beta=0's final KL is absent, beta=0.04's a figure
-    head, rows = grid_rows(page.locator("[data-testid=stDataFrame]").first)
-    variant_at, metric_at, mean_at = (head.index(text[k]) for k in ("variants.variant", "variants.metric",
-                                                                     "variants.mean_ci"))
+    columns = [text[k] for k in ("variants.variant", "variants.metric", "variants.mean_ci")]
+    head, rows = grid_rows(page.locator("[data-testid=stDataFrame]").first, *columns)
+    variant_at, metric_at, mean_at = (head.index(c) for c in columns)
     kl_cells = {r[variant_at]: r[mean_at] for r in rows if r[metric_at] == final_kl}
     assert kl_cells[ZERO] == "—" and kl_cells[BETA].startswith("0.3"), kl_cells  # 0.05 x 6 and 0.051 x 6
 
@@ -104,8 +98,9 @@ def test_compare_shows_a_beta_0_runs_final_kl_as_absent(kl_server, page, lang):
     if lang == "zh":
         to_chinese(page, WORDS[lang]["heading"])
     expect(page.get_by_text(locale(lang)["compare.summary"].strip("*#: "), exact=False).first).to_be_visible()
-    head, rows = grid_rows(page.locator("[data-testid=stDataFrame]").first)
-    run_at, kl_at = head.index(locale(lang)["col.run"]), head.index(locale(lang)["col.final_kl"])
+    run, final_kl = locale(lang)["col.run"], locale(lang)["col.final_kl"]
+    head, rows = grid_rows(page.locator("[data-testid=stDataFrame]").first, run, final_kl)
+    run_at, kl_at = head.index(run), head.index(final_kl)
     kl = {r[run_at]: r[kl_at] for r in rows}
     assert float(kl[other]) == pytest.approx(0.05 * STEPS), kl  # the cell's value (shown as 0.3000)
     assert kl[zero] == "", kl  # absent (an empty cell), not 0

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from browser_helpers import assert_page_whole, click_until, locale, streamlit_server, to_chinese, wait_idle
+from browser_helpers import assert_page_whole, click_until, grid_rows, locale, streamlit_server, to_chinese, wait_idle
 from playwright.sync_api import expect
 from queue_helpers import plant, set_state
 from run_sources import imported_verl_run
@@ -66,11 +66,6 @@ def grid(page, heading: str):
     return table
 
 
-def grid_rows(table) -> tuple[list[str], list[list[str]]]:
-    return table.locator("thead th").all_inner_texts(), [r.locator("td").all_inner_texts()
-                                                         for r in table.locator("tbody tr").all()]
-
-
 def drawn_texts(page) -> list[str]:
     """Every text the page's canvases drew (a grid's cells are drawn, formatted, on a canvas; its accessible
     table holds the raw values)."""
@@ -97,7 +92,7 @@ def test_a_prompts_history_heads_its_tables_in_words_and_shows_pass_rates_as_per
                 page.locator("h1").filter(has_text=words["prompt_history.title"]))
     wait_idle(page)
     draws = grid(page, words["prompt_history.pass_rate"])
-    head, rows = grid_rows(draws)
+    head, rows = grid_rows(draws, cells=False)
     assert {words["col.mean_reward"], words["col.std"]} <= set(head), head
     assert not set(RAW) & set(head), head
     page.wait_for_timeout(1000)  # the grid's first paint
@@ -112,7 +107,7 @@ def test_a_prompts_history_heads_its_tables_in_words_and_shows_pass_rates_as_per
     page.evaluate("window.drawnTexts = []")
     page.get_by_role("tab", name=re.compile("^" + re.escape(words["prompt_history.kind.always"]))).click()  # the dump's third prompt
     outcomes = grid(page, words["col.prompt_id"])
-    head, _ = grid_rows(outcomes)
+    head, _ = grid_rows(outcomes, cells=False)
     assert words["prompt_history.col.pass_rate"] in head and not set(RAW) & set(head), head
     page.wait_for_timeout(1000)
     drawn = drawn_texts(page)
@@ -124,7 +119,7 @@ def test_groups_finders_head_their_tables_in_words(served, page):
     url, _ = served
     words = open_page(page, f"{url}/groups?run=verl", "en", "")
     finder(page, words, "positive")
-    head, _ = grid_rows(grid(page, words["col.a_max"]))
+    head, _ = grid_rows(grid(page, words["col.a_max"]), cells=False)
     assert {words["col.prompt_id"], words["col.mean_reward"], words["col.std"], words["col.a_max"]} <= set(head), head
     assert not set(RAW) & set(head), head
 
@@ -132,7 +127,7 @@ def test_groups_finders_head_their_tables_in_words(served, page):
     page.get_by_label(words["groups.search"]).fill("1")
     page.get_by_label(words["groups.search"]).press("Enter")
     wait_idle(page)
-    head, _ = grid_rows(grid(page, words["col.sample_idx"]))
+    head, _ = grid_rows(grid(page, words["col.sample_idx"]), cells=False)
     assert {words["col.prompt_id"], words["col.sample_idx"]} <= set(head) and not set(RAW) & set(head), head
     assert_page_whole(page)
 
@@ -190,7 +185,7 @@ def test_a_queued_run_shows_its_plan_and_its_variant_its_planned_steps(served, p
     url, runs = served
     words = open_page(page, url, lang, locale("zh")["nav.runs"])
     table = grid(page, words["col.name"])
-    head, rows = grid_rows(table)
+    head, rows = grid_rows(table, words["col.name"], cells=False)
     row = next((r for r in rows if r[head.index(words["col.name"])] == QUEUED), None)
     assert row is not None, rows
     shown = [row[head.index(words[f"col.{c}"])] for c in ("algo", "model", "task", "step")]
@@ -202,7 +197,6 @@ def test_a_queued_run_shows_its_plan_and_its_variant_its_planned_steps(served, p
     expander = page.get_by_test_id("stExpander").filter(has_text=re.compile(
         re.escape(words["sweeps.row"].split("{sweep}")[0]) + "q\\b"))
     variants = expander.get_by_test_id("stDataFrame")
-    expect(variants.locator("td[role=gridcell]").first).to_be_attached()
-    head, rows = grid_rows(variants)
+    head, rows = grid_rows(variants, words["sweeps.col_steps"])
     assert [r[head.index(words["sweeps.col_steps"])] for r in rows] == [f"0 / {PLANNED}"], (head, rows)
     assert_page_whole(page, chinese=lang == "zh")

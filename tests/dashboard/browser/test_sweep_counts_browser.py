@@ -19,7 +19,7 @@ import time
 import pytest
 from playwright.sync_api import expect
 
-from browser_helpers import assert_page_whole, locale, streamlit_server, to_chinese, wait_idle
+from browser_helpers import assert_page_whole, grid_rows, locale, streamlit_server, to_chinese, wait_idle
 from grpo_lab.launching import launcher
 from queue_helpers import DIED, EXPECTED, LAUNCHING, set_state
 from trainer_helpers import wait_until
@@ -86,13 +86,6 @@ def sweep_server(tmp_path_factory):
             trainer.wait()
 
 
-def grid_rows(grid) -> tuple[list[str], list[list[str]]]:
-    """(headings, rows of cell texts) of an st.dataframe: a canvas, whose cells are in its accessible table."""
-    expect(grid.locator("td[role=gridcell]").first).to_be_attached()
-    return grid.locator("thead th").all_inner_texts(), [r.locator("td").all_inner_texts()
-                                                        for r in grid.locator("tbody tr").all()]
-
-
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_runs_and_compare_show_one_count_of_every_state_beside_as_many_runs(sweep_server, page, lang):
     text = locale(lang)
@@ -109,7 +102,7 @@ def test_runs_and_compare_show_one_count_of_every_state_beside_as_many_runs(swee
     # its per-variant table adds up to the row's total
     row.click()
     sweep = page.get_by_test_id("stExpander").filter(has_text=EXPECTED[lang])
-    head, rows = grid_rows(sweep.get_by_test_id("stDataFrame"))
+    head, rows = grid_rows(sweep.get_by_test_id("stDataFrame"), text["sweeps.col_variant"])
     states = [i for i, h in enumerate(head) if h not in (text["sweeps.col_variant"], text["sweeps.col_steps"])]
     assert sum(int(r[i]) for r in rows for i in states) == len(MEMBERS), (head, rows)
 
@@ -118,7 +111,7 @@ def test_runs_and_compare_show_one_count_of_every_state_beside_as_many_runs(swee
     table = page.get_by_test_id("stDataFrame").filter(has=page.locator("thead th").get_by_text(text["col.name"],
                                                                                               exact=True))
     expect(table.locator("tbody tr")).to_have_count(len(MEMBERS) + 1)
-    head, rows = grid_rows(table)
+    head, rows = grid_rows(table, text["col.name"])
     assert {r[head.index(text["col.name"])] for r in rows} == MEMBERS | {"lone"}, rows
 
     # Compare's ?sweep=s page, opened by the row's link, shows the same line
