@@ -101,9 +101,9 @@ def main(args: list[str]) -> int:
     sampler = threading.Thread(target=sample, args=(seen, stop, os.getpid()), daemon=True)
     machine0, start = psutil.cpu_times(), time.monotonic()
     sampler.start()
-    plugin_path = os.pathsep.join(filter(None, [os.path.dirname(os.path.abspath(__file__)), os.environ.get("PYTHONPATH")]))
-    result = subprocess.run(cmd, cwd=ROOT, env={**os.environ, "OMP_NUM_THREADS": "1",
-                                                "PYTHONPATH": plugin_path},
+    here = os.path.dirname(os.path.abspath(__file__))  # where pytest finds suite_cpu_plugin
+    plugin_path = os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")]))
+    result = subprocess.run(cmd, cwd=ROOT, env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": plugin_path},
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     stop.set()
     sampler.join()

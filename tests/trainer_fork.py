@@ -18,6 +18,7 @@ import json
 import os
 import select
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -30,13 +31,16 @@ ROOT = Path(__file__).resolve().parent.parent
 INHERITED = ("HF_", "HUGGINGFACE", "TRANSFORMERS", "TORCH", "PYTORCH", "OMP_", "MKL_", "CUDA", "TOKENIZERS")
 
 
+COMMAND = [sys.executable, "-m", "grpo_lab.trainer"]  # what a fork stands in for
+
+
+def _read_at_import(env) -> dict[str, str]:
+    return {k: v for k, v in env.items() if k.startswith(INHERITED)}
+
+
 def forkable(env: dict[str, str]) -> bool:
     """Whether a trainer with environment `env` would import the libraries as the server did."""
-    server = _Server.env or os.environ
-
-    def read_at_import(e: dict[str, str]) -> dict[str, str]:
-        return {k: v for k, v in e.items() if k.startswith(INHERITED)}
-    return read_at_import(env) == read_at_import(server)
+    return _read_at_import(env) == _read_at_import(_Server.env or os.environ)
 
 
 class ForkedTrainer:
@@ -68,10 +72,10 @@ class ForkedTrainer:
             os.kill(self.pid, sig)
 
     def terminate(self) -> None:
-        self.send_signal(15)
+        self.send_signal(signal.SIGTERM)
 
     def kill(self) -> None:
-        self.send_signal(9)
+        self.send_signal(signal.SIGKILL)
 
 
 class _Server:
@@ -80,11 +84,10 @@ class _Server:
     env: dict[str, str] = {}
     lock = threading.Lock()
     folder: Path | None = None  # each trainer's stdout, stderr and exit status, one folder a trainer
-    count = 0
 
 
-def fork_trainer(argv: list[str], env: dict[str, str]) -> ForkedTrainer:
-    """`python -m grpo_lab.trainer *argv` in `env`, run from the project's root, as a fork of the server."""
+def fork_trainer(options: list[str], env: dict[str, str]) -> ForkedTrainer:
+    """`python -m grpo_lab.trainer *options` in `env`, run from the project's root, as a fork of the server."""
     with _Server.lock:
         if _Server.proc is None or _Server.proc.poll() is not None:
             if _Server.folder is None:
@@ -94,13 +97,11 @@ def fork_trainer(argv: list[str], env: dict[str, str]) -> ForkedTrainer:
             _Server.proc = subprocess.Popen([sys.executable, __file__], cwd=ROOT, env=_Server.env, text=True,
                                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
             assert _Server.proc.stdout.readline().strip() == "ready", "the trainer fork server did not start"
-        _Server.count += 1
-        files = _Server.folder / str(_Server.count)
-        files.mkdir()
-        _Server.proc.stdin.write(json.dumps({"argv": argv, "env": env, "cwd": str(ROOT), "files": str(files)}) + "\n")
+        files = Path(tempfile.mkdtemp(dir=_Server.folder))
+        _Server.proc.stdin.write(json.dumps({"argv": options, "env": env, "cwd": str(ROOT), "files": str(files)}) + "\n")
         _Server.proc.stdin.flush()
         pid = int(_Server.proc.stdout.readline())
-    return ForkedTrainer([sys.executable, "-m", "grpo_lab.trainer", *argv], pid, files)
+    return ForkedTrainer([*COMMAND, *options], pid, files)
 
 
 # --- the server ---------------------------------------------------------------------------------

@@ -23,8 +23,12 @@ ROOT = Path(__file__).resolve().parent.parent
 SMALL = ["--prompts-per-step", "4", "--group-size", "4", "--sft-steps", "20", "--flush-seconds", "0"]
 
 
+def trainer_options(runs_dir: Path, name: str, *args: str) -> list[str]:
+    return ["--runs-dir", str(runs_dir), "--name", name, *args]
+
+
 def trainer_cmd(runs_dir: Path, name: str, *args: str) -> list[str]:
-    return [sys.executable, "-m", "grpo_lab.trainer", "--runs-dir", str(runs_dir), "--name", name, *args]
+    return [*trainer_fork.COMMAND, *trainer_options(runs_dir, name, *args)]
 
 
 def free_port() -> int:
@@ -42,31 +46,35 @@ def torchrun(*args: str, nproc: int = 2, launcher: tuple[str, ...] = ()) -> list
 
 def run_trainer(runs_dir: Path, name: str, *args: str, timeout: float = 300, user_modules: Path | None = None,
                 env: dict[str, str] | None = None, fresh: bool = False) -> subprocess.CompletedProcess:
-    """The trainer to its end, forked from this worker's trainer server (tests/trainer_fork.py) unless
-    `fresh` asks for a new `python -m grpo_lab.trainer` or `env` sets what the libraries read on import.
-    `user_modules`: a folder the run imports rewards, tools or environments from (`module:function`);
-    `env`: variables added to this process's."""
+    """The trainer to its end (see trainer_process). `user_modules`: a folder the run imports rewards,
+    tools or environments from (`module:function`); `env`: variables added to this process's."""
     path = str(ROOT) + (f"{os.pathsep}{user_modules}" if user_modules else "")
-    full_env = {**os.environ, **(env or {}), "PYTHONPATH": path}
-    argv = trainer_cmd(runs_dir, name, *args)
-    if fresh or not trainer_fork.forkable(full_env):
-        return subprocess.run(argv, cwd=ROOT, env=full_env, capture_output=True, text=True, timeout=timeout)
-    proc = trainer_fork.fork_trainer(argv[3:], full_env)
+    proc = trainer_process(runs_dir, name, args, {**os.environ, **(env or {}), "PYTHONPATH": path}, fresh,
+                           stdout=subprocess.PIPE)
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         proc.kill()
+        proc.communicate()
         raise
-    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
 def start_trainer(runs_dir: Path, name: str, *args: str) -> trainer_fork.ForkedTrainer | subprocess.Popen:
-    """A trainer in the background, forked from this worker's trainer server like run_trainer's; finish it
-    with wait_trainers (its stderr is kept for the failure message)."""
-    argv, env = trainer_cmd(runs_dir, name, *args), {**os.environ, "PYTHONPATH": str(ROOT)}
-    if not trainer_fork.forkable(env):
-        return subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    return trainer_fork.fork_trainer(argv[3:], env)
+    """A trainer in the background (see trainer_process); finish it with wait_trainers (its stderr is
+    kept for the failure message)."""
+    return trainer_process(runs_dir, name, args, {**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+def trainer_process(runs_dir: Path, name: str, args: tuple[str, ...], env: dict[str, str], fresh: bool = False,
+                    stdout: int = subprocess.DEVNULL) -> trainer_fork.ForkedTrainer | subprocess.Popen:
+    """The trainer, forked from this worker's trainer server (tests/trainer_fork.py) unless `fresh` asks
+    for a new `python -m grpo_lab.trainer` or `env` sets what the libraries read on import."""
+    options = trainer_options(runs_dir, name, *args)
+    if fresh or not trainer_fork.forkable(env):
+        return subprocess.Popen([*trainer_fork.COMMAND, *options], cwd=ROOT, env=env, stdout=stdout,
+                                stderr=subprocess.PIPE, text=True)
+    return trainer_fork.fork_trainer(options, env)
 
 
 def wait_trainers(procs: list, timeout: float = 300) -> None:
