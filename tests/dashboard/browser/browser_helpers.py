@@ -119,6 +119,24 @@ def click_until(page, target, expected, tries: int = 3) -> None:
                 raise
 
 
+def open_expander(page, title: str, tries: int = 3):
+    """Open the expander headed `title` (exactly) and return it. A click can be lost (a fresh clone's run
+    left the launch form's "More options" shut): click again, but only while it is shut, since a click on
+    an open one closes it. Nested expanders are told apart by their own summary."""
+    details = page.locator("details").filter(has=page.locator("> summary").get_by_text(title, exact=True))
+    summary = details.locator("> summary")
+    for attempt in range(tries):
+        if not details.evaluate("d => d.open"):
+            summary.click()
+        try:
+            page.wait_for_function("d => d.open", arg=details.element_handle(), timeout=10_000)
+            return details
+        except PlaywrightTimeoutError:
+            if attempt == tries - 1:
+                raise
+    return details
+
+
 def choose(opener, option, tries: int = 3) -> None:
     """Open `opener`'s list and click `option`. A rerun that lands between the two closes the list,
     and a click on the option it took away waits for good (seen in a full suite): open it again."""

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from browser_helpers import (assert_page_whole, choose, english_only_phrases, locale, main_text, stop_trainers,
-                             to_chinese, wait_idle)
+from browser_helpers import (assert_page_whole, choose, english_only_phrases, locale, main_text, open_expander,
+                             stop_trainers, to_chinese, wait_idle)
 from playwright.sync_api import expect
 from trainer_helpers import wait_until
 
@@ -36,7 +36,7 @@ def test_launch_the_demo_from_the_form_and_watch_live_update(server, page):
     url, runs = server
     page.goto(url)
     wait_idle(page)
-    page.get_by_text("Start a training run").click()
+    open_expander(page, "🚀 Start a training run")
     page.get_by_label("Steps", exact=True).fill("40")
     page.get_by_label("Run name", exact=True).fill("e2e-demo")
     page.get_by_role("button", name="Start training").click()
@@ -157,7 +157,7 @@ def test_the_launch_forms_preset_follows_the_language_switch(server, page):
     url, _ = server
     page.goto(url)
     wait_idle(page)
-    page.get_by_text(locale("en")["runs.start_expander"]).first.click()
+    open_expander(page, locale("en")["runs.start_expander"])
     wait_idle(page)
     expect(preset_showing(page, "en")).to_have_count(1)  # retried: the form may still be drawing
     to_chinese(page, "运行列表")

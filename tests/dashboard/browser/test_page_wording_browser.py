@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from browser_helpers import assert_page_whole, click_until, grid_rows, locale, streamlit_server, to_chinese, wait_idle
+from browser_helpers import (assert_page_whole, click_until, grid_rows, locale, open_expander, streamlit_server,
+                             to_chinese, wait_idle)
 from playwright.sync_api import expect
 from queue_helpers import plant, set_state
 from run_sources import imported_verl_run
@@ -172,9 +173,8 @@ def test_compares_band_says_what_it_is_and_stays_inside_the_rewards_range(served
 def test_the_launch_forms_more_options_has_tools_environment_budget_mismatch_and_sampling_loop(served, page, lang):
     url, _ = served
     words = open_page(page, url, lang, locale("zh")["nav.runs"])
-    page.get_by_text(words["runs.start_expander"]).click()
-    page.get_by_text(words["launch.more"], exact=True).click()
-    more = page.get_by_test_id("stExpander").filter(has_text=words["launch.more"])
+    open_expander(page, words["runs.start_expander"])
+    more = open_expander(page, words["launch.more"])
     for name in ("tools", "environment", "max_tool_calls", "mismatch_correction", "decode"):
         expect(more.get_by_label(words[f"option.{name}.label"], exact=True)).to_be_visible()
     assert_page_whole(page, chinese=lang == "zh")

@@ -20,7 +20,8 @@ from pathlib import Path
 
 from playwright.sync_api import expect
 
-from browser_helpers import ROOT, Traffic, free_port, main_text, stop_server, submit, wait_idle, wait_until_healthy
+from browser_helpers import (ROOT, Traffic, free_port, main_text, open_expander, stop_server, submit, wait_idle,
+                             wait_until_healthy)
 from grpo_lab.launching import launcher
 from grpo_lab.rundir.layout import read_json
 from grpo_lab.rundir.reader import read_run
@@ -104,10 +105,10 @@ def test_a_queued_sweep_moves_with_no_runs_page_open_and_after_a_restart(tmp_pat
         traffic = Traffic(page)
         page.goto(url)  # Runs is the default page
         wait_idle(page)
-        page.get_by_text("Start a training run").click()
+        open_expander(page, "🚀 Start a training run")
         for label, value in FORM.items():
             page.get_by_label(label, exact=True).fill(value)
-        page.get_by_text("More options").click()
+        open_expander(page, "More options")
         for label, value in MORE.items():
             page.get_by_label(label, exact=True).fill(value)
         submit(page, traffic, page.get_by_role("button", name="Start training"))
