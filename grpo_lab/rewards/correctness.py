@@ -45,8 +45,8 @@ def correctness_reward(
     expression when there is no `\\boxed{}` or answer line, "strict" scores that 0;
     symbolic: False skips math-verify (numbers, letters and plain text only); multiple_choice:
     None detects a letter gold, True/False force it; float_rounding: decimals compared when a
-    float is involved; timeout_s: wall-time limit per sample for math-verify; workers: its
-    child processes (default one per CPU core, at most 8)."""
+    float is involved; timeout_s: wall-time limit per sample for math-verify; workers: the
+    most child processes it grows to while pairs wait (default one per CPU core, at most 8)."""
     if mode not in MODES:
         raise ValueError(f"reward 'correctness': mode must be one of {', '.join(MODES)}, got {mode!r}")
     if not timeout_s or timeout_s <= 0:

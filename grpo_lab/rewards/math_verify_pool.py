@@ -6,9 +6,11 @@ math-verify bounds its own time with SIGALRM, which works only in a process's ma
 child processes (grpo_lab/rewards/_math_verify_child.py, math-verify's own timeouts off). A child that
 runs over the limit is killed and replaced, and its pair gets no verdict (`Outcome.verdict`
 None, `Outcome.error` says why); a child that crashes costs only the pair it was judging.
-Children start when a reward is built (`start`, without waiting) or on first use (about a
-second, never counted against a pair's limit), stay up between calls, and are shared by every
-reward of the process; calls from several threads take turns.
+One child starts when a reward is built (`start`, without waiting) or on first use (about a
+second of CPU to import sympy, never counted against a pair's limit). A pair takes about 10 ms,
+so more children start only while a call's pairs are still waiting GROW_AFTER_S after judging
+began, up to `workers`. Children stay up between calls and are shared by every reward of the
+process; calls from several threads take turns.
 
 >>> pool = shared_pool(workers=1)
 >>> [o.verdict for o in pool.judge([Job(gold="$\\\\frac{1}{2}$", answer="0.5"),
@@ -21,6 +23,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import json
+import math
 import os
 import select
 import subprocess
@@ -33,6 +36,7 @@ from pathlib import Path
 
 CHILD = str(Path(__file__).with_name("_math_verify_child.py"))
 STARTUP_S = 120.0  # importing sympy and math-verify on a busy machine; never a pair's time
+GROW_AFTER_S = 0.5  # a call's pairs still waiting this long: start more children (one judges ~50 by then)
 
 
 @dataclass(frozen=True)
@@ -97,11 +101,11 @@ class Pool:
         self._pid = os.getpid()
 
     def start(self) -> None:
-        """Start the children now, without waiting for them: they import while the caller works."""
+        """Start a child now, without waiting for it: it imports while the caller works."""
         with self._lock:
             if os.getpid() != self._pid:
                 self._children, self._pid = [], os.getpid()
-            while len(self._children) < self.workers:
+            if not self._children:
                 self._children.append(_Child())
 
     def judge(self, jobs: list[Job], timeout_s: float) -> list[Outcome]:
@@ -119,21 +123,28 @@ class Pool:
 
     def _run(self, jobs: list[Job], timeout_s: float, outcomes: list) -> None:
         todo = deque(range(len(jobs)))
+        grow_at = math.inf  # GROW_AFTER_S after the first pair went out: a child's import is not judging
         while todo or any(child.job is not None for child in self._children):
-            while todo and len(self._children) < min(self.workers, len(jobs)):
+            if todo and not self._children:
+                self._children.append(_Child())
+            while todo and time.monotonic() >= grow_at and len(self._children) < min(self.workers, len(jobs)):
                 self._children.append(_Child())
             for child in self._children:
                 if child.ready and child.job is None and todo:
                     index = todo.popleft()
                     try:
                         child.send(index, jobs[index], timeout_s)
+                        grow_at = min(grow_at, time.monotonic() + GROW_AFTER_S)
                     except OSError:  # it died while idle: start another, retry the job
                         todo.appendleft(index)
                         self._drop(child)
             waiting = [c for c in self._children if not c.ready or c.job is not None]
             if not waiting:
                 continue
-            wait_s = max(0.0, min(c.deadline for c in waiting) - time.monotonic())
+            wake = min(c.deadline for c in waiting)
+            if todo and len(self._children) < min(self.workers, len(jobs)):
+                wake = min(wake, grow_at)  # to start more children then
+            wait_s = max(0.0, wake - time.monotonic())
             readable, _, _ = select.select([c.fd for c in waiting], [], [], wait_s)
             for child in [c for c in waiting if c.fd in readable]:
                 replies = child.replies()
@@ -195,5 +206,5 @@ def shared_pool(workers: int) -> Pool:
 
 
 def default_workers() -> int:
-    """Children for a pool: one per CPU core, at most 8 (a step's scoring has the CPU)."""
+    """The most children a pool grows to: one per CPU core, at most 8 (a step's scoring has the CPU)."""
     return max(1, min(8, os.cpu_count() or 1))

@@ -265,6 +265,40 @@ def test_a_verifier_that_cannot_start_fails_its_jobs_not_the_caller(tmp_path, mo
     assert all(re.fullmatch(r"the math-verify process died \(exit code 1\)", o.error) for o in outcomes)
 
 
+def counting_child(tmp_path, seconds_per_pair: float) -> str:
+    """A child that notes its start in tmp_path/started and answers every pair True after `seconds_per_pair`."""
+    return fake_child(tmp_path, f"""
+        import json, sys, time
+        with open({str(tmp_path / "started")!r}, "a") as started:
+            started.write("1")
+        print(json.dumps({{"ready": True}}), flush=True)
+        for line in sys.stdin:
+            time.sleep({seconds_per_pair})
+            print(json.dumps({{"verdict": True}}), flush=True)
+    """)
+
+
+def test_quick_pairs_are_judged_by_the_one_child_start_made(tmp_path, monkeypatch):
+    # a reward's build starts one child; pairs of ~10 ms never wait long enough to start a second
+    monkeypatch.setattr(math_verify_pool, "CHILD", counting_child(tmp_path, 0.0))
+    pool = math_verify_pool.Pool(workers=4)
+    pool.start()
+    pool.start()
+    outcomes = pool.judge([math_verify_pool.Job(gold="1", answer=str(i)) for i in range(20)], timeout_s=10)
+    pool.close()
+    assert [o.verdict for o in outcomes] == [True] * 20
+    assert (tmp_path / "started").read_text() == "1"
+
+
+def test_pairs_still_waiting_start_more_children_up_to_workers(tmp_path, monkeypatch):
+    monkeypatch.setattr(math_verify_pool, "CHILD", counting_child(tmp_path, 0.4))
+    pool = math_verify_pool.Pool(workers=3)
+    outcomes = pool.judge([math_verify_pool.Job(gold="1", answer=str(i)) for i in range(12)], timeout_s=10)
+    pool.close()
+    assert [o.verdict for o in outcomes] == [True] * 12
+    assert (tmp_path / "started").read_text() == "111"  # one at first, two more once pairs waited GROW_AFTER_S
+
+
 def test_children_end_with_the_process_that_started_them():
     script = textwrap.dedent("""
         import os
