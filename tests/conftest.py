@@ -7,6 +7,8 @@ import gc
 import inspect
 import os
 import re
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Callable
 
@@ -23,6 +25,13 @@ from trainer_helpers import SMALL, run_trainer
 # 2-core machine). Set it in the environment to choose otherwise.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+# `datasets` keeps an Arrow copy of every prompt file it loads under ~/.cache/huggingface/datasets, keyed
+# by path and time: a session's trainers left about 900 folders there that no later run reads. The
+# session's copies go to a folder of its own (set before anything imports datasets, for the trainers,
+# servers and ranks it starts too), removed at the end.
+DATASETS_CACHE = tempfile.mkdtemp(prefix="hf-datasets-")
+os.environ["HF_DATASETS_CACHE"] = DATASETS_CACHE
+
 # No collections while the test modules import torch, transformers, pandas and streamlit: what they
 # load lives the whole session, and is frozen once collected so the tests' collections skip it
 # (collecting the suite on one process: 11.5 s of CPU before, 6.6 s after). The trainer does the same.
@@ -36,6 +45,7 @@ def pytest_collection_finish(session):
 
 def pytest_unconfigure(config):
     gc.unfreeze()  # so the exit's collection frees them: duckdb's bindings count what was never freed, and say so
+    shutil.rmtree(DATASETS_CACHE, ignore_errors=True)
 
 
 # What makes a test slow: it starts the trainer, torchrun, a browser or a package build. A test is
