@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from browser_helpers import (assert_page_whole, choose, english_only_phrases, locale, main_text, open_expander,
-                             stop_trainers, to_chinese, wait_idle)
+from browser_helpers import (Traffic, assert_page_whole, choose, english_only_phrases, locale, main_text,
+                             open_expander, stop_trainers, submit, to_chinese, wait_idle)
 from playwright.sync_api import expect
 from trainer_helpers import wait_until
 
@@ -34,12 +34,13 @@ def step_past(page, n: int) -> int | None:
 
 def test_launch_the_demo_from_the_form_and_watch_live_update(server, page):
     url, runs = server
+    traffic = Traffic(page)
     page.goto(url)
     wait_idle(page)
     open_expander(page, "🚀 Start a training run")
     page.get_by_label("Steps", exact=True).fill("40")
     page.get_by_label("Run name", exact=True).fill("e2e-demo")
-    page.get_by_role("button", name="Start training").click()
+    submit(page, traffic, page.get_by_role("button", name="Start training"))
     # The new run becomes the selected one on Runs; once its directory exists, open it in Live.
     page.wait_for_function(f"{RUN_PICKED}('e2e-demo')")
     live = page.locator("[data-testid=stPageLink] a[href*='live?run=e2e-demo']")

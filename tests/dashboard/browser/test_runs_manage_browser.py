@@ -9,7 +9,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from browser_helpers import assert_page_whole, choose, streamlit_server, to_chinese, wait_idle
+from browser_helpers import Traffic, assert_page_whole, choose, streamlit_server, submit, to_chinese, wait_idle
 from grpo_lab.rundir import annotations
 from trainer_helpers import wait_until
 from variants_helpers import write_run
@@ -28,6 +28,7 @@ def manage_server(tmp_path_factory):
 
 def test_tag_filter_delete_and_restore_a_run(manage_server, page):
     url, runs = manage_server
+    traffic = Traffic(page)
     page.goto(url)
     wait_idle(page)
     choose(page.get_by_role("combobox", name="Run"), page.get_by_role("option", name="m1", exact=True))
@@ -38,7 +39,7 @@ def test_tag_filter_delete_and_restore_a_run(manage_server, page):
     page.locator("[data-testid=stExpander] summary").filter(has_text="Tags and note").click()
     page.get_by_role("textbox", name="Tags of this run").fill("keep best")
     page.get_by_role("textbox", name="Note").fill("the one to keep")
-    page.get_by_role("button", name="Save tags and note").click()
+    submit(page, traffic, page.get_by_role("button", name="Save tags and note"))
     expect(page.get_by_text("Saved the tags and note of m1 at")).to_be_visible(timeout=WAIT)
     assert annotations.read(runs / "m1").tags == ("keep", "best")
     wait_idle(page)
