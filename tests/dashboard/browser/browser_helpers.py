@@ -207,34 +207,41 @@ class Traffic:
                 self.events.append(("run",))
 
 
-def submit(page, traffic: Traffic, button, tries: int = 3) -> None:
-    """Click a form's submit `button` until the page has sent the submit, then wait for the server to
-    start the script run that reads it. The page sends the submit inside the click's own handler, so
-    a click after which none went out is a click the page lost (or a form check refused: then every
-    try sends none, and this fails saying so); it is clicked again. A submit sent that starts no run
-    was dropped by the server, and fails here as such, not later as an effect that never shows.
-    (CI twice saw a submit come to nothing, a form left filled; which side lost it was not on record.)"""
+def press(page, traffic: Traffic, button, tries: int = 3) -> None:
+    """Click `button`, a form's submit or a plain button, until the page has sent the rerun that carries
+    its trigger, then wait for the server to start the script run that reads it. The page sends it inside
+    the click's own handler, so a click after which none went out is a click the page lost (or a form check
+    refused: then every try sends none, and this fails saying so); it is clicked again. A rerun sent that
+    starts no run was dropped by the server, and fails here as such, not later as an effect that never
+    shows. (CI saw clicks come to nothing on loaded machines: forms left filled, an expander left shut.)"""
     label = button.inner_text().strip()
+    in_form = button.evaluate("b => !!b.closest('[data-testid=stForm]')")
+
+    def carries(triggers: tuple[str, ...]) -> bool:
+        if in_form:  # a form's submit is named by its form and label
+            return any("FormSubmitter:" in t and t.endswith(f"-{label}") for t in triggers)
+        return bool(triggers)  # a plain button's id is a hash; a click sends its trigger and no other
+
     for attempt in range(tries):
         seen = len(traffic.events)
         button.click()
         sent = None
         for _ in range(100):  # 10 s; the events are delivered while Playwright waits
-            sent = next((i for i, e in enumerate(traffic.events[seen:], seen) if e[0] == "rerun" and any(
-                "FormSubmitter:" in t and t.endswith(f"-{label}") for t in e[2])), None)
+            sent = next((i for i, e in enumerate(traffic.events[seen:], seen) if e[0] == "rerun" and carries(e[2])),
+                        None)
             if sent is not None:
                 break
             page.wait_for_timeout(100)
         if sent is not None:
             break
         if attempt == tries - 1:
-            raise AssertionError(f"{tries} clicks on {label!r} sent no submit; the page sent {traffic.events[seen:]}")
+            raise AssertionError(f"{tries} clicks on {label!r} sent nothing; the page sent {traffic.events[seen:]}")
     for _ in range(600):  # 60 s
         if any(e[0] == "run" for e in traffic.events[sent + 1:]):
             return
         page.wait_for_timeout(100)
     fragment = traffic.events[sent][1]
-    raise AssertionError(f"{label!r} was submitted (fragment {fragment or 'none'}) and the server started no run "
+    raise AssertionError(f"{label!r} was clicked (fragment {fragment or 'none'}) and the server started no run "
                          "for it in 60 s")
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from playwright.sync_api import expect
 
-from browser_helpers import (ROOT, Traffic, free_port, main_text, open_expander, stop_server, submit, wait_idle,
+from browser_helpers import (ROOT, Traffic, free_port, main_text, open_expander, press, stop_server, wait_idle,
                              wait_until_healthy)
 from grpo_lab.launching import launcher
 from grpo_lab.rundir.layout import read_json
@@ -111,7 +111,7 @@ def test_a_queued_sweep_moves_with_no_runs_page_open_and_after_a_restart(tmp_pat
         open_expander(page, "More options")
         for label, value in MORE.items():
             page.get_by_label(label, exact=True).fill(value)
-        submit(page, traffic, page.get_by_role("button", name="Start training"))
+        press(page, traffic, page.get_by_role("button", name="Start training"))
         # one slot: the first run starts, the other two wait in the queue (records in .launcher/, written
         # before the form's rerun)
         try:
