@@ -26,7 +26,7 @@ from trainer_helpers import SMALL, run_trainer
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 # `datasets` keeps an Arrow copy of every prompt file it loads under ~/.cache/huggingface/datasets, keyed
-# by path and time: a session's trainers left about 900 folders there that no later run reads. The
+# by path and time, which no later session reads (one test module's trainers left 24 folders there). The
 # session's copies go to a folder of its own (set before anything imports datasets, for the trainers,
 # servers and ranks it starts too), removed at the end.
 DATASETS_CACHE = tempfile.mkdtemp(prefix="hf-datasets-")

@@ -176,9 +176,11 @@ def type_to_choose(page, box, text: str, tries: int = 3) -> None:
 class Traffic:
     """What a page and its Streamlit server said over the websocket, in order: each rerun the page
     asked for (its fragment, and the button or submit triggers it carried) and each script run the
-    server started. Made before the page's first goto, so that it sees the websocket open."""
+    server started. Made before the page's first goto, so that it sees the websocket open (the `traffic`
+    fixture)."""
 
     def __init__(self, page):
+        self.page = page
         self.events: list[tuple] = []  # ("rerun", fragment id, trigger ids) or ("run",)
         page.on("websocket", self._watch)
 
@@ -207,13 +209,14 @@ class Traffic:
                 self.events.append(("run",))
 
 
-def press(page, traffic: Traffic, button, tries: int = 3) -> None:
+def press(traffic: Traffic, button, tries: int = 3) -> None:
     """Click `button`, a form's submit or a plain button, until the page has sent the rerun that carries
     its trigger, then wait for the server to start the script run that reads it. The page sends it inside
     the click's own handler, so a click after which none went out is a click the page lost (or a form check
     refused: then every try sends none, and this fails saying so); it is clicked again. A rerun sent that
     starts no run was dropped by the server, and fails here as such, not later as an effect that never
     shows. (CI saw clicks come to nothing on loaded machines: forms left filled, an expander left shut.)"""
+    page = traffic.page
     label = button.inner_text().strip()
     in_form = button.evaluate("b => !!b.closest('[data-testid=stForm]')")
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # browser_helpers, whatever the import mode
-from browser_helpers import (ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, stop_trainers,  # noqa: E402
+from browser_helpers import (ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, Traffic, stop_trainers,  # noqa: E402
                              streamlit_server)
 from trainer_helpers import start_trainer, wait_trainers  # noqa: E402  (browser_helpers put tests/ on the path)
 from playwright.sync_api import expect  # noqa: E402
@@ -94,3 +94,10 @@ def page(profile, request):
         ARTIFACTS.mkdir(exist_ok=True)
         pg.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"), full_page=True)
     pg.close()
+
+
+@pytest.fixture
+def traffic(page):
+    """What `page` and its server say over the websocket, for `press`; watched from before the test's first
+    goto (only where a test asks: every frame is parsed)."""
+    return Traffic(page)

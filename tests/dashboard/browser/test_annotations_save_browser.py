@@ -15,7 +15,7 @@ import threading
 import pytest
 from playwright.sync_api import expect
 
-from browser_helpers import Traffic, assert_page_whole, press, streamlit_server, to_chinese, wait_idle
+from browser_helpers import assert_page_whole, press, streamlit_server, to_chinese, wait_idle
 from grpo_lab.rundir import annotations
 from grpo_lab.rundir.status import ACTIVE_STATES, read_status
 from trainer_helpers import start_trainer, wait_trainers, wait_until
@@ -47,7 +47,7 @@ def stored_as(runs, tags: str, note: str) -> bool:
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_every_save_lands_and_is_confirmed_while_runs_start_and_end(tmp_path, page, lang):
+def test_every_save_lands_and_is_confirmed_while_runs_start_and_end(tmp_path, page, traffic, lang):
     runs = tmp_path / "runs"
     runs.mkdir()
     write_run(runs, TARGET, "", "", 0, 0.5, steps=4)
@@ -59,7 +59,6 @@ def test_every_save_lands_and_is_confirmed_while_runs_start_and_end(tmp_path, pa
     heading, tags_label, note_label, save_label = WORDS[lang]
     try:
         with streamlit_server(runs) as url:
-            traffic = Traffic(page)
             page.goto(f"{url}/?run={TARGET}")
             wait_idle(page)
             if lang == "zh":
@@ -87,7 +86,7 @@ def test_every_save_lands_and_is_confirmed_while_runs_start_and_end(tmp_path, pa
                 expect(tags_box, f"the form, open before save {i}").to_be_visible(timeout=5_000)
                 tags_box.fill(tags)
                 note_box.fill(note)
-                press(page, traffic, editor.get_by_role("button", name=save_label, exact=True))
+                press(traffic, editor.get_by_role("button", name=save_label, exact=True))
                 wait_until(functools.partial(stored_as, runs, tags, note), 30,
                            f"save {i} ({name} {flip.__name__}) on disk")
                 # the line under the form names this save's tags (and the run): a line left from an

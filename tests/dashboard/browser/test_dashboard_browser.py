@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from browser_helpers import (Traffic, assert_page_whole, choose, english_only_phrases, locale, main_text, open_expander,
+from browser_helpers import (assert_page_whole, choose, english_only_phrases, locale, main_text, open_expander,
                              press, stop_trainers, to_chinese, wait_idle)
 from playwright.sync_api import expect
 from trainer_helpers import wait_until
@@ -32,15 +32,14 @@ def step_past(page, n: int) -> int | None:
     return step if step > n else None
 
 
-def test_launch_the_demo_from_the_form_and_watch_live_update(server, page):
+def test_launch_the_demo_from_the_form_and_watch_live_update(server, page, traffic):
     url, runs = server
-    traffic = Traffic(page)
     page.goto(url)
     wait_idle(page)
     open_expander(page, "🚀 Start a training run")
     page.get_by_label("Steps", exact=True).fill("40")
     page.get_by_label("Run name", exact=True).fill("e2e-demo")
-    press(page, traffic, page.get_by_role("button", name="Start training"))
+    press(traffic, page.get_by_role("button", name="Start training"))
     # The new run becomes the selected one on Runs; once its directory exists, open it in Live.
     page.wait_for_function(f"{RUN_PICKED}('e2e-demo')")
     live = page.locator("[data-testid=stPageLink] a[href*='live?run=e2e-demo']")
@@ -105,20 +104,19 @@ def test_compare_two_runs(server, page):
     assert "alpha" in names and "beta" in names
 
 
-def test_stop_a_running_run(server, page):
+def test_stop_a_running_run(server, page, traffic):
     from grpo_lab.launching import launcher
 
     url, runs = server
     name, _ = launcher.launch({"name": "e2e-stop", "max_steps": 5000, "group_size": 2, "prompts_per_step": 2,
                                "sft_steps": 1, "passes": 1}, runs)
     wait_until(lambda: read_run(runs, name).state == "running", 120, f"{name} running", every=0.3)
-    traffic = Traffic(page)
     page.goto(url)
     wait_idle(page)
     choose(page.get_by_role("combobox", name="Run"), page.get_by_role("option", name=name, exact=True))
     page.wait_for_function(f"{RUN_PICKED}('{name}')")
     wait_idle(page)
-    press(page, traffic, page.get_by_role("button", name=re.compile("Stop")))
+    press(traffic, page.get_by_role("button", name=re.compile("Stop")))
     wait_until(lambda: read_run(runs, name).state == "stopped", 120, f"{name} stopped", every=0.3)
     page.goto(f"{url}/live?run={name}")
     page.get_by_text(re.compile("stopped")).first.wait_for()

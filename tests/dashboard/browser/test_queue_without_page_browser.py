@@ -20,7 +20,7 @@ from pathlib import Path
 
 from playwright.sync_api import expect
 
-from browser_helpers import (ROOT, Traffic, free_port, main_text, open_expander, press, stop_server, wait_idle,
+from browser_helpers import (ROOT, free_port, main_text, open_expander, press, stop_server, wait_idle,
                              wait_until_healthy)
 from grpo_lab.launching import launcher
 from grpo_lab.rundir.layout import read_json
@@ -91,7 +91,7 @@ def wait_finished(runs: Path, name: str, why: str = "", alive: subprocess.Popen 
     assert state == "finished", f"{name} {state}: {launcher.launch_log(runs, name)}"
 
 
-def test_a_queued_sweep_moves_with_no_runs_page_open_and_after_a_restart(tmp_path, page, monkeypatch):
+def test_a_queued_sweep_moves_with_no_runs_page_open_and_after_a_restart(tmp_path, page, traffic, monkeypatch):
     runs, keys = tmp_path / "runs", tmp_path / "keys"  # the key folder outside the runs folder, as serve requires
     # here too: which process is a run's trainer is told by a nonce made with the dashboard's key
     monkeypatch.setenv(launcher.KEY_DIR_ENV, str(keys))
@@ -102,7 +102,6 @@ def test_a_queued_sweep_moves_with_no_runs_page_open_and_after_a_restart(tmp_pat
     try:
         wait_until_healthy(url, runs)
         # --- the sweep, from the Runs page's form
-        traffic = Traffic(page)
         page.goto(url)  # Runs is the default page
         wait_idle(page)
         open_expander(page, "🚀 Start a training run")
@@ -111,7 +110,7 @@ def test_a_queued_sweep_moves_with_no_runs_page_open_and_after_a_restart(tmp_pat
         open_expander(page, "More options")
         for label, value in MORE.items():
             page.get_by_label(label, exact=True).fill(value)
-        press(page, traffic, page.get_by_role("button", name="Start training"))
+        press(traffic, page.get_by_role("button", name="Start training"))
         # one slot: the first run starts, the other two wait in the queue (records in .launcher/, written
         # before the form's rerun)
         try:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from browser_helpers import Traffic, assert_page_whole, literal, locale, press, streamlit_server, to_chinese, wait_idle
+from browser_helpers import assert_page_whole, literal, locale, press, streamlit_server, to_chinese, wait_idle
 from run_sources import imported_verl_run
 from playwright.sync_api import expect
 
@@ -29,9 +29,8 @@ def served(tmp_path_factory):
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_a_rescore_shows_beside_the_runs_rewards_on_groups(served, page, lang):
+def test_a_rescore_shows_beside_the_runs_rewards_on_groups(served, page, traffic, lang):
     url, run = served
-    traffic = Traffic(page)
     page.goto(f"{url}/groups?run=verl")
     wait_idle(page)
     if lang == "zh":
@@ -55,7 +54,7 @@ def test_a_rescore_shows_beside_the_runs_rewards_on_groups(served, page, lang):
     spec = page.get_by_label(words["rescore.rewards"])
     spec.fill("correctness")
     page.get_by_label(words["rescore.name"]).fill(f"form-{lang}")
-    press(page, traffic, page.get_by_role("button", name=words["rescore.start"]))
+    press(traffic, page.get_by_role("button", name=words["rescore.start"]))
     expect(page.get_by_text(literal("rescore.done", lang), exact=False)).to_be_visible()
     wait_idle(page)
     assert rescores.read_summary(run, f"form-{lang}")["rewards"] == {"correctness": 1.0}

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from browser_helpers import Traffic, locale, press, streamlit_server, wait_idle
+from browser_helpers import locale, press, streamlit_server, wait_idle
 from run_sources import imported_verl_run
 from playwright.sync_api import expect
 
@@ -40,18 +40,17 @@ PAYLOADS = {
 
 
 @pytest.mark.parametrize("case", sorted(PAYLOADS))
-def test_the_rescore_form_refuses_the_payload_and_nothing_runs(served, page, case):
+def test_the_rescore_form_refuses_the_payload_and_nothing_runs(served, page, traffic, case):
     url, run, program, marker = served
     spec, params, says = PAYLOADS[case]
     words = locale("en")
-    traffic = Traffic(page)
     page.goto(f"{url}/groups?run=verl")
     wait_idle(page)
     page.get_by_text(words["rescore.new"], exact=True).click()
     page.get_by_label(words["rescore.rewards"]).fill(spec)
     page.get_by_label(words["rescore.params"]).fill(json.dumps(params(program)))
     page.get_by_label(words["rescore.name"]).fill(f"payload-{case}")
-    press(page, traffic, page.get_by_role("button", name=words["rescore.start"]))
+    press(traffic, page.get_by_role("button", name=words["rescore.start"]))
     expect(page.get_by_text(says, exact=False).first).to_be_visible()
     wait_idle(page)
     assert not marker.exists()

@@ -9,7 +9,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from browser_helpers import Traffic, assert_page_whole, choose, press, streamlit_server, to_chinese, wait_idle
+from browser_helpers import assert_page_whole, choose, press, streamlit_server, to_chinese, wait_idle
 from grpo_lab.rundir import annotations
 from labels_helpers import fake_run
 from variants_helpers import write_run
@@ -28,10 +28,9 @@ def link_server(tmp_path_factory):
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_a_link_to_a_run_opens_runs_on_it_and_its_tags_land_there(link_server, page, lang):
+def test_a_link_to_a_run_opens_runs_on_it_and_its_tags_land_there(link_server, page, traffic, lang):
     url, runs = link_server
     name = "k1"  # not the first run in the list (k2, the newest), which the page opened on before
-    traffic = Traffic(page)
     page.goto(f"{url}/?run={name}")
     wait_idle(page)
     if lang == "zh":
@@ -45,7 +44,7 @@ def test_a_link_to_a_run_opens_runs_on_it_and_its_tags_land_there(link_server, p
     expect(picker).to_have_value(name, timeout=WAIT)
     page.locator("[data-testid=stExpander] summary").filter(has_text=words[0]).click()
     page.get_by_role("textbox", name=words[1]).fill(f"linked-{lang}")
-    press(page, traffic, page.get_by_role("button", name=words[2]))
+    press(traffic, page.get_by_role("button", name=words[2]))
     expect(page.get_by_text(f"linked-{lang}", exact=False).last).to_be_visible(timeout=WAIT)
     assert annotations.read(runs / name).tags == (f"linked-{lang}",)
     assert all(annotations.read(runs / other).tags != (f"linked-{lang}",) for other in ("k0", "k1", "k2") if other != name)

@@ -9,7 +9,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from browser_helpers import Traffic, assert_page_whole, choose, press, streamlit_server, to_chinese, wait_idle
+from browser_helpers import assert_page_whole, choose, press, streamlit_server, to_chinese, wait_idle
 from grpo_lab.rundir import annotations
 from trainer_helpers import wait_until
 from variants_helpers import write_run
@@ -26,9 +26,8 @@ def manage_server(tmp_path_factory):
         yield url, runs
 
 
-def test_tag_filter_delete_and_restore_a_run(manage_server, page):
+def test_tag_filter_delete_and_restore_a_run(manage_server, page, traffic):
     url, runs = manage_server
-    traffic = Traffic(page)
     page.goto(url)
     wait_idle(page)
     choose(page.get_by_role("combobox", name="Run"), page.get_by_role("option", name="m1", exact=True))
@@ -39,7 +38,7 @@ def test_tag_filter_delete_and_restore_a_run(manage_server, page):
     page.locator("[data-testid=stExpander] summary").filter(has_text="Tags and note").click()
     page.get_by_role("textbox", name="Tags of this run").fill("keep best")
     page.get_by_role("textbox", name="Note").fill("the one to keep")
-    press(page, traffic, page.get_by_role("button", name="Save tags and note"))
+    press(traffic, page.get_by_role("button", name="Save tags and note"))
     expect(page.get_by_text("Saved the tags and note of m1 at")).to_be_visible(timeout=WAIT)
     assert annotations.read(runs / "m1").tags == ("keep", "best")
     wait_idle(page)
@@ -51,7 +50,7 @@ def test_tag_filter_delete_and_restore_a_run(manage_server, page):
     wait_idle(page)
     assert_page_whole(page)
 
-    press(page, traffic, page.get_by_role("button", name=re.compile("Delete")))
+    press(traffic, page.get_by_role("button", name=re.compile("Delete")))
     expect(page.get_by_text("Moved m1 to the trash.")).to_be_visible(timeout=WAIT)
     assert not (runs / "m1").exists()
     assert [p.name.split("@")[0] for p in (runs / ".trash").iterdir() if "@" in p.name] == ["m1"]
@@ -59,7 +58,7 @@ def test_tag_filter_delete_and_restore_a_run(manage_server, page):
 
     page.get_by_text("Trash (1)").click()
     expect(page.get_by_text("Deleted runs wait in")).to_be_visible(timeout=WAIT)
-    press(page, traffic, page.get_by_role("button", name=re.compile("Restore")))
+    press(traffic, page.get_by_role("button", name=re.compile("Restore")))
     expect(page.get_by_text("Restored m1 from the trash.")).to_be_visible(timeout=WAIT)
     wait_until(lambda: (runs / "m1" / "annotations.json").is_file(), 10, "m1 back in the runs folder")
     expect(page.get_by_text("The trash is empty.")).to_be_visible(timeout=WAIT)

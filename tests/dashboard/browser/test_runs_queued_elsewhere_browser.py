@@ -12,7 +12,7 @@ import time
 import pytest
 from playwright.sync_api import expect
 
-from browser_helpers import Traffic, assert_page_whole, choose, press, streamlit_server, wait_idle
+from browser_helpers import assert_page_whole, choose, press, streamlit_server, wait_idle
 from grpo_lab.launching import launcher
 from variants_helpers import write_run
 
@@ -31,11 +31,10 @@ def elsewhere_server(tmp_path_factory):
         yield url, runs
 
 
-def test_the_runs_page_says_why_another_dashboards_entry_waits_and_offers_the_ways_out(elsewhere_server, page):
+def test_the_runs_page_says_why_another_dashboards_entry_waits_and_offers_the_ways_out(elsewhere_server, page, traffic):
     url, runs = elsewhere_server
     record = runs / launcher.LAUNCH_DIR / "theirs.json"
     before = record.read_bytes()
-    traffic = Traffic(page)
     page.goto(url)
     wait_idle(page)
     choose(page.get_by_role("combobox", name="Run"), page.get_by_role("option", name="theirs", exact=True))
@@ -44,10 +43,10 @@ def test_the_runs_page_says_why_another_dashboards_entry_waits_and_offers_the_wa
     assert record.read_bytes() == before  # neither started nor refused by this dashboard
     assert_page_whole(page)
 
-    press(page, traffic, page.get_by_role("button", name="Queue here"))  # the launch form's checks, never the entry's word
+    press(traffic, page.get_by_role("button", name="Queue here"))  # the launch form's checks, never the entry's word
     expect(page.get_by_text("rewards: 'pty:spawn' imports module 'pty'")).to_be_visible(timeout=WAIT)
     assert record.read_bytes() == before
     wait_idle(page)
-    press(page, traffic, page.get_by_role("button", name="Dismiss"))
+    press(traffic, page.get_by_role("button", name="Dismiss"))
     expect(page.get_by_text("Forgot the failed launch theirs.")).to_be_visible(timeout=WAIT)
     assert not record.exists()
