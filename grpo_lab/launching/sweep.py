@@ -57,16 +57,18 @@ def _parser() -> argparse.ArgumentParser:
 
 def base_values(rest: list[str]) -> dict[str, Any]:
     """The trainer options after the sweep's own, read with the trainer's parser (and --config)."""
-    from grpo_lab.trainer.config import ConfigError, build_parser, read_config_file
+    from grpo_lab.trainer.config import ConfigError, build_parser, read_config_file, typed_value
 
     try:
         args = build_parser().parse_args(rest)
         values = read_config_file(args.config) if args.config else {}
+        # a file may be an earlier run's config.json: what the sweep sets per run is dropped from it
+        values = {k.replace("-", "_"): v for k, v in values.items() if k.replace("-", "_") not in PER_RUN}
+        values.pop(SOURCES_KEY, None)
+        # the trainer's types and its rule for null (refused unless the option is optional), not "left out"
+        values = {k: typed_value(k, v) for k, v in values.items()}
     except ConfigError as exc:
         raise SweepError(str(exc)) from None
-    # a file may be an earlier run's config.json: what the sweep sets per run is dropped from it
-    values = {k.replace("-", "_"): v for k, v in values.items() if k.replace("-", "_") not in PER_RUN}
-    values.pop(SOURCES_KEY, None)
     flags = {k: v for k, v in vars(args).items() if k != "config" and v is not None}
     for key in PER_RUN:  # name, runs_dir, resume: the sweep's own flags take these before this parser sees them
         if key in flags:

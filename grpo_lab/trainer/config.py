@@ -242,7 +242,7 @@ class Config:
         the launcher's WORLD_SIZE; the dashboard passes the count it is about to start)."""
         def need(ok: bool, name: str, allowed: str) -> None:
             if not ok:
-                raise ConfigError(f"{name}: {allowed}, got {getattr(self, name)!r}")
+                raise ConfigError(f"{name}: {allowed}, got {shown(getattr(self, name))}")
 
         hints = get_type_hints(Config)
         for f in dataclasses.fields(self):  # NaN slips through "x >= 0"-style checks: refuse it (and inf) first
@@ -394,39 +394,136 @@ def _parse_json_mapping(field_name: str, text: str) -> dict[str, dict]:
     return value
 
 
-def _coerce(name: str, hint: Any, value: Any) -> Any:
-    if value is None:
-        return None
-    if type(None) in get_args(hint):  # an optional option (int | None): coerce to its type
+# --- typed values: every reader of options (command line, config file, sweep, queue entry, form, resumed
+# config.json) goes through typed_value, so a value from a file is held to the command line's types ---
+# A value from a file is bounded too: a YAML alias bomb (8 lines, 10^6 leaves once expanded) or a
+# reward_params nested 80 deep is refused before anything walks, copies or writes it.
+MAX_VALUE_DEPTH, MAX_VALUE_NODES, SHOWN_CHARS = 8, 10_000, 80
+_ALLOWED = {"bool": "true or false", "int": "an integer", "float": "a number", "dict": "a mapping", "str": "text"}
+
+
+def shown(value: Any, limit: int = SHOWN_CHARS) -> str:
+    """A value as an error line quotes it, cut (as the pages cut a long cell): a 100,000-character
+    value is not echoed whole.
+
+    >>> shown("abc"), shown("x" * 100_000)[-24:]
+    ("'abc'", 'xx… (100,000 characters)')
+    """
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    size = f"{len(value):,} characters" if isinstance(value, str) else f"{len(text):,} characters as text"
+    return f"{text[:limit]}… ({size})"
+
+
+def _kind(hint: Any) -> tuple[str, bool]:
+    """(bool|int|float|dict|str, whether null means unset) of a Config field's type hint."""
+    optional = type(None) in get_args(hint)
+    if optional:
         hint = next(a for a in get_args(hint) if a is not type(None))
     hint_s = str(hint)
+    for kind in ("bool", "int", "float", "dict"):
+        if hint is {"bool": bool, "int": int, "float": float, "dict": dict}[kind] or hint_s == kind:
+            return kind, optional
+    return "str", optional
+
+
+def bounded(value: Any, what: str, max_depth: int = MAX_VALUE_DEPTH, max_nodes: int = MAX_VALUE_NODES) -> None:
+    """ConfigError unless `value` nests at most `max_depth` levels and holds at most `max_nodes` values,
+    counted as written out (a YAML alias counts each time it is used). Iterative: no RecursionError.
+
+    >>> bounded({"a": [1, 2]}, "x")
+    >>> bounded([[[1]]], "x", max_depth=2)
+    Traceback (most recent call last):
+    ...
+    grpo_lab.trainer.config.ConfigError: x: nested deeper than 2 levels
+    """
+    stack, nodes = [(value, 0)], 0
+    while stack:
+        item, level = stack.pop()
+        nodes += 1
+        if nodes > max_nodes:
+            raise ConfigError(f"{what}: holds more than {max_nodes:,} values once its aliases are expanded "
+                              "(an alias bomb?)")
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+        if children and level + 1 > max_depth:
+            raise ConfigError(f"{what}: nested deeper than {max_depth} levels")
+        stack.extend((child, level + 1) for child in children)
+
+
+def typed_value(name: str, value: Any) -> Any:
+    """The value of option `name` as its field's type, from a command line's text or a file's value;
+    ConfigError naming the field and the type allowed otherwise. null is "unset" only for an optional
+    option (lr, sft_steps, max_new_tokens, epsilon_high: the model's or the default's value); for every
+    other option it is refused, by the trainer and the sweep command alike.
+
+    >>> typed_value("max_steps", "3"), typed_value("lr", None), typed_value("beta", 1)
+    (3, None, 1.0)
+    >>> typed_value("max_steps", True)
+    Traceback (most recent call last):
+    ...
+    grpo_lab.trainer.config.ConfigError: max_steps: must be an integer, got True
+    """
+    hints = get_type_hints(Config)
+    if name not in hints:
+        raise ConfigError(f"{name}: unknown option; see python -m grpo_lab.trainer --help")
+    return _coerce(name, hints[name], value)
+
+
+def _coerce(name: str, hint: Any, value: Any) -> Any:
+    kind, optional = _kind(hint)
+    if value is None:
+        if optional:
+            return None
+        raise ConfigError(f"{name}: must be {_ALLOWED[kind]}, got null")
     try:
-        if hint is bool or hint_s == "bool":
-            if isinstance(value, str):
-                if value.lower() not in ("1", "0", "true", "false", "yes", "no"):
-                    raise ValueError
+        if kind == "bool":
+            if isinstance(value, str) and value.lower() in ("1", "0", "true", "false", "yes", "no"):
                 return value.lower() in ("1", "true", "yes")
-            return bool(value)
-        if hint is int or hint_s == "int":
+            if isinstance(value, bool):
+                return value
+            raise ValueError
+        if isinstance(value, bool) and kind != "str":  # YAML's true where a number goes: not 1
+            raise ValueError
+        if kind == "int":
             if isinstance(value, float) and not value.is_integer():
                 raise ValueError
+            if not isinstance(value, (int, float, str)):
+                raise ValueError
             return int(value)
-        if "float" in hint_s:
+        if kind == "float":
+            if not isinstance(value, (int, float, str)):
+                raise ValueError
             return float(value)
-        if hint is dict or hint_s == "dict":
+        if kind == "dict":
             if isinstance(value, str) and name in JSON_MAPPINGS:
                 return _parse_json_mapping(name, value)
             if isinstance(value, str):
                 return _parse_mapping(name, value)
             if not isinstance(value, dict):
                 raise ValueError
-            return dict(value)
-        return str(value)
+            return _typed_mapping(name, value)
+        if not isinstance(value, str):  # a name, a path, a prompt: text; a YAML 001 or yes is quoted
+            raise ValueError
+        return value
     except ConfigError:
         raise  # already names the field and what is wrong
-    except (TypeError, ValueError):
-        kind = "true or false" if "bool" in hint_s else hint_s.replace("<class '", "").replace("'>", "")
-        raise ConfigError(f"{name}: must be {kind}, got {value!r}") from None
+    except (TypeError, ValueError, OverflowError):
+        raise ConfigError(f"{name}: must be {_ALLOWED[kind]}, got {shown(value)}") from None
+
+
+def _typed_mapping(name: str, value: dict) -> dict:
+    """A mapping option from a file: rewards' weights are numbers, columns' names text, reward_params
+    mappings; each bounded in size and depth."""
+    bounded(value, name)
+    for key, item in value.items():
+        if name in TEXT_MAPPINGS and not isinstance(item, str):
+            raise ConfigError(f"{name}: {key!s:.40} must name a column (text), got {shown(item)}")
+        if name in JSON_MAPPINGS and not isinstance(item, dict):
+            raise ConfigError(f"{name}: {key!s:.40}: a mapping of parameter names to values, got {type(item).__name__}")
+        if name not in TEXT_MAPPINGS + JSON_MAPPINGS and (isinstance(item, bool) or not isinstance(item, (int, float))):
+            raise ConfigError(f"{name}: weight of {key!s:.40} must be a number, got {shown(item)}")
+    return dict(value)
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -478,12 +575,18 @@ def read_config_file(path: str) -> dict[str, Any]:
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"config: file not found: {path}")
+    if p.stat().st_size > json_file.MAX_BYTES:
+        raise ConfigError(f"config: {path} is larger than {json_file.MAX_BYTES >> 20} MB")
     try:
         data = yaml.safe_load(p.read_text()) if p.suffix in (".yaml", ".yml") else json.loads(p.read_text())
+    except RecursionError:
+        raise ConfigError(f"config: {path} is nested deeper than {MAX_VALUE_DEPTH} levels") from None
     except (yaml.YAMLError, json.JSONDecodeError) as exc:
         raise ConfigError(f"config: {path} is not valid {'YAML' if p.suffix in ('.yaml', '.yml') else 'JSON'}: {str(exc).splitlines()[0]}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"config: {path} must hold a mapping of option names to values")
+    bounded(data, f"config: {path}", max_depth=10 * json_file.MAX_DEPTH)  # the size before anything copies it; each
+    # option's own depth is checked with its type (typed_value), naming the option
     return data
 
 

@@ -27,7 +27,7 @@ SMALL = {"group_size": 2, "prompts_per_step": 2, "sft_steps": 1, "passes": 1, "m
     ({"rewards": "correctness=high"}, "rewards: "),
     ({"rewards": "no_such_reward=1"}, "unknown reward 'no_such_reward'"),
     ({"algo": "dqn"}, "algo: must be one of"),
-    ({"max_steps": "ten"}, "max_steps: must be int"),
+    ({"max_steps": "ten"}, "max_steps: must be an integer"),
 ])
 def test_bad_form_values_are_refused_before_anything_starts(tmp_path, values, message):
     with pytest.raises(launcher.LaunchError, match=message):
