@@ -53,6 +53,13 @@ TEXT_MAPPINGS = ("columns",)  # dict options whose values are names, not numbers
 JSON_MAPPINGS = ("reward_params",)  # dict options of mappings: JSON on the command line (a name=weight list was read)
 
 
+# What a resume may change: how long the run goes on, where it runs, how often it writes. Anything else
+# (model, algorithm, sizes, the objective, rewards, data) would continue the run as another one behind
+# its back, or fail on its checkpoint; a fork (--fork-from RUN --fork-step S) trains with it changed.
+RESUMABLE = ("name", "runs_dir", "resume", "max_steps", "device", "collective_timeout", "decode", "flush_seconds",
+             "compact_every", "checkpoint_every", "keep_checkpoints", "stop_on", "token_detail_groups")
+
+
 class ConfigError(ValueError):
     """A config value is not allowed; the message names the field and what is allowed."""
 
@@ -102,7 +109,8 @@ class Config:
     # --- run ---
     name: str = _opt("", "Run id: the run directory's name (letters, digits, . _ -). Default: <algo>-<timestamp>.")
     runs_dir: str = _opt("", f"Folder holding run directories. Default: ${RUNS_DIR_ENV} or ./runs.")
-    resume: bool = _opt(False, "Continue the existing run NAME from its latest checkpoint.")
+    resume: bool = _opt(False, "Continue the existing run NAME from its latest checkpoint, as it was configured; "
+                        f"options that may change on a resume: {', '.join(RESUMABLE[3:])} (others: fork it).")
     max_steps: int = _opt(200, "Training steps (one step: sample, score, update).", bounds=Bounds(1))
     seed: int = _opt(0, "Random seed; a CPU run with the same seed is reproducible.")
     sweep: str = _opt("", "The sweep this run belongs to (grpo-lab-sweep sets it; '' for a run launched alone).")
@@ -627,9 +635,29 @@ def load_config(argv: list[str] | None = None) -> Config:
     sources.update(dict.fromkeys(flags, "command line"))
     if values.get("resume") in (True, "true", "1"):
         saved, saved_sources = saved_config(values)
+        check_resume_changes(saved, values)
         values = {**saved, **values}
         sources = {**{k: saved_sources.get(k, "resumed run") for k in saved}, **sources}
     return from_dict(values, sources)
+
+
+def check_resume_changes(saved: dict[str, Any], given: dict[str, Any]) -> None:
+    """ConfigError naming the first option given to a resume with another value than the run's own
+    config.json holds, unless it may change mid-run (RESUMABLE); the fork is the way to change it."""
+    for name, value in given.items():
+        if name in RESUMABLE or name not in saved:
+            continue
+        if name == "rewards":  # config.json adds the environment's get_reward to those configured
+            own, now = typed_value(name, saved[name]), typed_value(name, value)
+            changed = (any(own.get(k) != w for k, w in now.items())
+                       or len(own.keys() - now.keys()) > (1 if saved.get("environment") else 0))
+        else:
+            changed = typed_value(name, value) != typed_value(name, saved[name])
+        if changed:
+            run = given.get("name") or "RUN"
+            raise ConfigError(f"{name}: run {run!s:.100} has {shown(saved[name])} and a resume continues it as it "
+                              f"was configured, so {shown(value)} is refused; to train with {name} changed, fork "
+                              f"the run: --fork-from {run!s:.100} --fork-step S")
 
 
 def saved_config(values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
