@@ -470,6 +470,18 @@ def _mean(values: pd.Series) -> float | None:
     return float(v.mean()) if len(v) else None
 
 
+def check_named_program(request: Request, config: dict, given: str | None, run_dir: Path) -> None:
+    """The interpreter code_tests would start, when the run's own config.json named it (not --reward-params):
+    held to the dashboard form's rule (rewards/programs.py), before anything runs it."""
+    from grpo_lab.rewards.programs import check_program, named_program  # noqa: PLC0415
+
+    python = named_program({"reward_params": request.reward_params})
+    if python is None or named_program({"reward_params": _params(given)}) is not None:
+        return  # none, or typed by the person at this command line
+    if (refused := check_program(python, run_dir.resolve().parent)) is not None:
+        raise RescoreError(refused)
+
+
 def _run_config(run_dir: Path) -> dict:
     if not run_dir.is_dir():
         raise RescoreError(f"RUN: no run directory {run_dir}")
@@ -514,8 +526,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         run_dir = Path(args.run)
-        request = parse_request(args.rewards, args.reward_weights, args.reward_params, args.name,
-                                _run_config(run_dir))
+        config = _run_config(run_dir)
+        request = parse_request(args.rewards, args.reward_weights, args.reward_params, args.name, config)
+        check_named_program(request, config, args.reward_params, run_dir)
         result = rescore(run_dir, request, force=args.force, log=lambda line: print(line, file=sys.stderr))
     except RescoreError as exc:
         print(f"error: {exc}", file=sys.stderr)

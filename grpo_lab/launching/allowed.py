@@ -18,24 +18,21 @@ from pathlib import Path
 from typing import Any
 
 from grpo_lab import project_dir
+from grpo_lab.rewards.programs import DATA_DIRS_ENV, data_dirs
+from grpo_lab.rewards import programs
 
-DATA_DIRS_ENV, REWARD_MODULES_ENV = "GRPO_LAB_DATA_DIRS", "GRPO_LAB_REWARD_MODULES"
+REWARD_MODULES_ENV = "GRPO_LAB_REWARD_MODULES"
 PATH_OPTIONS = ("task", "model", "eval_split")
 # the registered rewards' parameters that name a file or folder (grpo_lab/rewards/registry.py): a ratings
 # file, a reward model (a folder, or a hub id), the interpreter code_tests runs completions with
 REWARD_PATH_PARAMS = {"human_feedback": ("path",), "reward_model": ("model",), "code_tests": ("python",)}
 ALWAYS_PATHS = ("path", "python")  # never a hub id: checked even without a leading / . ~
-# a program the dashboard's own process starts (the sandbox asks the interpreter for its library
-# folders): never from the runs folder, which pages and planted files write into
+# a program a reward starts (in the sandbox): never from the runs folder, which pages and planted files
+# write into (rewards/programs.py, the rule the command lines apply to a run's own files too)
 PROGRAM_PARAMS = ("python",)
 # code_tests' switches that weaken the sandbox: the operator's choice (GRPO_LAB_ALLOW_UNSANDBOXED where
 # the dashboard starts), never a form's, which could then run a planted completion as this user
 UNSAFE_SANDBOX = {"allow_unsandboxed": (False,), "user": ("nobody",)}
-
-
-def data_dirs(runs_dir: Path) -> list[Path]:
-    extra = [Path(p).expanduser() for p in os.environ.get(DATA_DIRS_ENV, "").split(os.pathsep) if p.strip()]
-    return [p.resolve() for p in (project_dir(), runs_dir, *extra)]
 
 
 def check_launch(values: dict[str, Any], runs_dir: Path) -> str | None:
@@ -51,8 +48,10 @@ def check_launch(values: dict[str, Any], runs_dir: Path) -> str | None:
         paths += [(f"reward_params.{reward}.{n}", given.get(n), n in ALWAYS_PATHS) for n in names
                   if isinstance(given, dict)]
     for option, value, always in paths:
-        if option.rpartition(".")[2] in PROGRAM_PARAMS and value is not None and not isinstance(value, str):
-            return f"{option}: {value!r} is not a path to an interpreter"
+        if option.rpartition(".")[2] in PROGRAM_PARAMS:  # the rule the command lines apply to a run's files too
+            if (refused := programs.check_program(value, runs_dir, option)) is not None:
+                return refused
+            continue
         if not isinstance(value, str) or not value or not (always or looks_local(value) or is_data_file(value)):
             continue  # a built-in name or a hub id
         path = Path(value).expanduser()
@@ -60,9 +59,6 @@ def check_launch(values: dict[str, Any], runs_dir: Path) -> str | None:
         if not any(resolved.is_relative_to(folder) for folder in allowed):
             return (f"{option}: {value} is outside the folders the dashboard may read ({', '.join(map(str, allowed))}); "
                     f"add its folder to {DATA_DIRS_ENV}")
-        if option.rpartition(".")[2] in PROGRAM_PARAMS and resolved.is_relative_to(Path(runs_dir).resolve()):
-            return (f"{option}: {value} is inside the runs folder; an interpreter the dashboard starts must come "
-                    f"from the project or {DATA_DIRS_ENV}")
     code_tests = params.get("code_tests") if isinstance(params, dict) else None
     for name, safe in UNSAFE_SANDBOX.items():
         if isinstance(code_tests, dict) and name in code_tests and code_tests[name] not in safe:
@@ -90,5 +86,5 @@ def check_launch(values: dict[str, Any], runs_dir: Path) -> str | None:
 
 def check_program(python: str, runs_dir: Path) -> str | None:
     """The launch check for an interpreter a reward names: what the sandbox asks before it starts one
-    in the dashboard's process (rewards.sandbox.set_program_check)."""
-    return check_launch({"reward_params": {"code_tests": {"python": python}}}, runs_dir)
+    in the dashboard's process (rewards.sandbox.set_program_check); rewards/programs.py's rule."""
+    return programs.check_program(python, runs_dir)

@@ -43,7 +43,6 @@ ALLOW_UNSANDBOXED_ENV = "GRPO_LAB_ALLOW_UNSANDBOXED"
 _CHILD_SOURCE = (Path(__file__).parent / "_sandbox_child.py").read_text()
 _CLEAN_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
 _PROBE = "import json, resource, signal, os; print(os.getuid())"
-_PREFIXES = "import sys; print(sys.base_prefix); print(sys.base_exec_prefix)"
 # What an interpreter needs besides /usr and its own prefix; nothing else of /etc is visible.
 _SYSTEM_FILES = ("/etc/ld.so.cache", "/etc/localtime")
 
@@ -81,8 +80,9 @@ class RunResult:
 
 
 # A process that scores for others (the dashboard) installs the check that every interpreter a reward
-# names must pass before this module starts it, even unsandboxed to ask for its library folders.
-# The trainer and the command lines, started by the person at the machine, install none.
+# names must pass before this module starts it (in the sandbox: nothing is run to learn how to sandbox
+# it, library_prefixes). The trainer and the command lines, started by the person at the machine, install
+# none; they hold what a run's own files name to the same rule (rewards/programs.py).
 _program_check: Callable[[str], str | None] | None = None
 
 
@@ -157,17 +157,43 @@ def _bwrap_options(bwrap: str, python: str) -> tuple[str, ...]:
             args += ["--symlink", os.readlink(path), path]
         elif os.path.isdir(path):
             args += ["--ro-bind", path, path]
-    try:  # the trusted interpreter, unsandboxed, says where its standard library lives
-        prefixes = subprocess.run([python, "-I", "-S", "-c", _PREFIXES], capture_output=True,
-                                  text=True, env=_CLEAN_ENV, timeout=30).stdout.splitlines()
-    except (OSError, subprocess.SubprocessError):
-        prefixes = []
     bound = ["/usr"]
-    for path in [*_SYSTEM_FILES, *prefixes, python]:
+    for path in [*_SYSTEM_FILES, *library_prefixes(python), python]:
         if os.path.exists(path) and not any(path == b or path.startswith(b + "/") for b in bound):
             args += ["--ro-bind", path, path]
             bound.append(path)
     return tuple(args)
+
+
+def library_prefixes(python: str) -> list[str]:
+    """Where an interpreter's standard library lives, read from the file layout, never by running it (a
+    program named in a run's files would run unsandboxed, as this user, to answer): PREFIX for
+    PREFIX/bin/pythonX.Y beside a PREFIX/lib/pythonX.Y/ (CPython's layout: /usr/local, pyenv, a
+    python-build-standalone), and for a virtual environment's copied interpreter the `home` its
+    pyvenv.cfg names, the same way. An interpreter of no known layout gets nothing: the probe inside the
+    sandbox then fails, and the sandbox says it cannot start.
+
+    >>> import sys, os
+    >>> library_prefixes(os.path.realpath(sys.executable)) in ([sys.base_prefix], [])
+    True
+    """
+    exe = Path(python)
+    found, seen = [], set()
+    bins = [exe.parent]
+    for cfg in (exe.parent / "pyvenv.cfg", exe.parent.parent / "pyvenv.cfg"):
+        try:
+            lines = cfg.read_text(errors="replace").splitlines()[:50] if cfg.is_file() else []
+        except OSError:
+            lines = []
+        bins += [Path(v.strip()) for k, _, v in (line.partition("=") for line in lines) if k.strip() == "home"]
+    for folder in bins:
+        prefix = folder.parent
+        if folder.name != "bin" or prefix == Path("/") or str(prefix) in seen:
+            continue
+        if any(p.is_dir() and (p / "os.py").is_file() for p in (prefix / "lib").glob("python3*")):
+            seen.add(str(prefix))
+            found.append(str(prefix))
+    return [p for p in found if not (p == "/usr" or p.startswith("/usr/"))]
 
 
 def _user_ids(user: str | int) -> tuple[int, int, str]:

@@ -673,4 +673,8 @@ def saved_config(values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]
     if saved is None:  # a 100,000-deep or 1 GB config.json is one line, not a RecursionError or a hang
         raise ConfigError(f"resume: {path.parent.name}/{problem or 'config.json could not be read'}")
     sources = saved.pop(SOURCES_KEY, None)
+    from grpo_lab.rewards.programs import check_program, named_program  # a run's files are input, as a form's
+
+    if (refused := check_program(named_program(saved), path.parent.parent)) is not None:
+        raise ConfigError(refused)
     return saved, sources if isinstance(sources, dict) else {}
