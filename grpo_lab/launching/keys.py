@@ -122,33 +122,49 @@ def entry_id() -> str:
     return secrets.token_hex(16)
 
 
-def _used() -> dict[str, float]:
+# An id's state: "marked" before its trainer starts, "started" once it has, "retried" when an entry
+# marked but never started (the dashboard killed in between) is offered again, which happens once. A line
+# of an older version ("WHEN ID") is a started entry.
+USED_STATES = ("marked", "retried", "started")
+
+
+def _used() -> dict[str, tuple[float, str]]:
+    """id -> (when last marked, its state): "WHEN ID [STATE]" lines."""
     try:
         lines = (key_dir() / USED_FILE).read_text().splitlines()
     except OSError:
         return {}
     out = {}
     for line in lines:
-        when, _, ident = line.partition(" ")
+        when, _, rest = line.partition(" ")
+        ident, _, state = rest.partition(" ")
         try:
-            out[ident] = float(when)
+            out[ident] = (float(when), state if state in USED_STATES else "started")
         except ValueError:
             continue
     return out
 
 
 def entry_used(ident: Any) -> bool:
-    return isinstance(ident, str) and ident in _used()
+    return entry_state(ident) is not None
 
 
-def mark_used(ident: str, now: float) -> None:
-    """Remember `ident` as started (before the trainer starts: a crash in between leaves it used, never
-    startable twice); ids older than MAX_ENTRY_AGE_S are dropped, their entries refused by age anyway."""
+def entry_state(ident: Any) -> str | None:
+    """None for an entry never marked, else its USED_STATES state."""
+    found = _used().get(ident) if isinstance(ident, str) else None
+    return None if found is None else found[1]
+
+
+def mark_used(ident: str, now: float, state: str = "started") -> None:
+    """Remember `ident` as `state`: "marked" before the trainer starts (a crash in between leaves it used,
+    never started twice; offered again only when seen never to have started, and then once:
+    launcher.replayed_or_expired), "started" after; ids older than MAX_ENTRY_AGE_S are dropped, their
+    entries refused by age anyway."""
     path = key_dir() / USED_FILE
-    kept = {i: t for i, t in _used().items() if now - t <= MAX_ENTRY_AGE_S}
-    kept[ident] = now
+    kept = {i: v for i, v in _used().items() if now - v[0] <= MAX_ENTRY_AGE_S}
+    kept[ident] = (now, state)
     tmp = path.with_name(f".{USED_FILE}.{os.getpid()}.{secrets.token_hex(4)}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with open(fd, "w") as fh:
-        fh.write("".join(f"{t} {i}\n" for i, t in kept.items()))
+        fh.write("".join(f"{t} {i} {st}\n" for i, (t, st) in kept.items()))
     os.replace(tmp, path)

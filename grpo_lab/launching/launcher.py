@@ -37,7 +37,8 @@ from grpo_lab.launching import allowed
 from grpo_lab.launching.identity import cmdline, of_this_folder, option, runs_trainer_of
 from grpo_lab.launching.keys import (KEY_DIR_ENV, MAX_ENTRY_AGE_S, NONCE_ENV, KeyDirError,  # noqa: F401
                                                check_key_dir, entry_id, entry_signed, entry_signer, entry_used,
-                                               key_dir, key_id, mark_used, queue_key, run_nonce, sign_entry)
+                                               entry_state, key_dir, key_id, mark_used, queue_key, run_nonce,
+                                               sign_entry)
 from grpo_lab.rundir import runs_index, sweep_manifest
 from grpo_lab.rundir.layout import SOURCES_KEY, read_json, valid_run_name, write_json_atomic
 from grpo_lab.rundir.reader import check_name, read_run, run_path, tail_checked
@@ -303,7 +304,7 @@ def _start_queued(runs_dir: Path) -> list[str]:
         if not entry_signed(runs_dir, record) or record.get("name") != entry.name:
             _refuse(runs_dir, entry.name, record, "this queue entry was changed since this dashboard signed it (no "
                     "valid signature); it was not started")
-        elif (why := replayed_or_expired(record, time.time())) is not None:
+        elif (why := replayed_or_expired(record, time.time(), runs_dir)) is not None:
             _refuse(runs_dir, entry.name, record, why)
     for entry in queued:
         if training(runs_dir) >= max_runs():
@@ -313,10 +314,12 @@ def _start_queued(runs_dir: Path) -> list[str]:
             continue
         try:
             argv, processes = recheck_entry(runs_dir, entry.name, record)
-            if (why := replayed_or_expired(record, time.time())) is not None:
+            if (why := replayed_or_expired(record, time.time(), runs_dir)) is not None:
                 raise LaunchError(why)
-            mark_used(record["id"], time.time())  # before the start: never started twice, even after a crash
+            # before the start: never started twice, even after a crash (offered again once when it never started)
+            mark_used(record["id"], time.time(), "retried" if entry_state(record["id"]) == "marked" else "marked")
             _start(runs_dir, entry.name, argv, processes)
+            mark_used(record["id"], time.time(), "started")
         except (LaunchError, ValueError) as exc:  # ValueError: a run name refused by run_path
             _refuse(runs_dir, entry.name, record, str(exc))
             continue
@@ -324,13 +327,27 @@ def _start_queued(runs_dir: Path) -> list[str]:
     return started
 
 
-def replayed_or_expired(record: dict[str, Any], now: float) -> str | None:
+def never_started(runs_dir: Path, name: Any) -> bool:
+    """A queued entry marked used whose trainer never started: the dashboard was killed between marking
+    it and starting it. The entry still says queued (a start replaces it with the trainer's pid), and
+    there is no run folder and no trainer of that name."""
+    try:
+        path = run_path(runs_dir, name)
+    except (ValueError, TypeError):
+        return False
+    return not os.path.lexists(path) and not alive_launch(runs_dir, name)
+
+
+def replayed_or_expired(record: dict[str, Any], now: float, runs_dir: Path | None = None) -> str | None:
     """Why a signed entry is not started, in one line: it has no id (an older dashboard's), it was
-    started already (a copy put back), or it waited longer than MAX_ENTRY_AGE_S; None when it may start."""
+    started already (a copy put back), or it waited longer than MAX_ENTRY_AGE_S; None when it may start.
+    Given `runs_dir`, an entry marked used once but never started (never_started) is offered again, once."""
     ident, queued_at = record.get("id"), record.get("queued_at")
     if not isinstance(ident, str) or not ident:
         return "this queue entry has no id (queued by an older version?); it was not started: launch it again"
-    if entry_used(ident):
+    lost = (runs_dir is not None and entry_state(ident) == "marked" and record.get("queued") is True
+            and never_started(runs_dir, record.get("name")))
+    if entry_used(ident) and not lost:
         return "this queue entry was started once already (a copy put back?); a queue entry starts one run, once"
     if not isinstance(queued_at, (int, float)) or not 0 <= now - queued_at <= MAX_ENTRY_AGE_S:
         return (f"this queue entry expired: queued more than {MAX_ENTRY_AGE_S // 86400} days ago (or at no valid "

@@ -65,6 +65,19 @@ def test_a_good_signed_entry_starts_with_the_argv_rebuilt_from_checked_values(ru
     assert started == [("fine", ["--name", "fine", "--max-steps", "3", "--rewards", "correctness=1"])]
 
 
+def test_an_entry_marked_used_but_never_started_is_offered_again_once(runs, monkeypatch):
+    """A dashboard killed (-9) after marking an entry used and before its trainer started left it refused
+    forever ("started once already"). With no run folder and no process, it is started again, once."""
+    started = []
+    monkeypatch.setattr(launcher, "_start", lambda runs_dir, name, argv, processes=1: started.append(name) or 1)
+    entry = plant(runs, "lost", ["--name", "lost", "--max-steps", "3"], sign=True)
+    launcher.mark_used(entry["id"], entry["queued_at"], "marked")  # marked, then killed: the entry still says queued
+    assert launcher.start_queued(runs) == ["lost"] and started == ["lost"]
+    write_json_atomic(runs / launcher.LAUNCH_DIR / "lost.json", entry)  # killed again at the same place
+    assert launcher.start_queued(runs) == [] and started == ["lost"]
+    assert "started once already" in refused(runs)["lost"]
+
+
 def test_the_key_lives_outside_the_runs_folder_readable_by_its_owner_only(runs):
     key = launcher.key_dir() / "queue.key"
     launcher.queue_key()
