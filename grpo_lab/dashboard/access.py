@@ -68,16 +68,32 @@ def host_name(header: Any) -> str | None:
     return name if HOST_NAME.fullmatch(name) else None  # shown on the page: never markup
 
 
-def is_local_visit(ip: Any, host: Any, address: Any = None) -> bool:
-    """A visitor on this machine who asked for this server by one of its own names.
+SCRIPT_RUN = object()  # _visitor's peer when no server runs the script at all (AppTest, a bare script run)
 
-    Streamlit gives no ip_address (None) both for a loopback peer and when there is no request at
-    all (AppTest, a bare script run); a real request always has a Host header (HTTP/1.1 and
-    WebSockets require one), so None with no Host is a script run, and None with a Host is a
-    loopback peer whose Host must be one of ours, as must a loopback ip given as text.
+
+def peer(client_context: Any) -> str | None:
+    """The TCP peer of a session as the server saw it (a loopback one included), from Streamlit's client
+    context; None when the session has no connection. st.context.ip_address reads None both for a
+    loopback browser and for a session of Streamlit's agent API (`--server.enableAgentApi`: a script run
+    for an HTTP request, whose context reports no remote_ip), so it cannot tell a local visitor from an
+    agent calling from anywhere; the raw peer can."""
+    remote = getattr(client_context, "remote_ip", None)
+    if isinstance(remote, str) and remote:
+        return remote
+    # a stand-in, not an address (AppTest mocks the runtime): no server, as SCRIPT_RUN
+    return None if remote is None or isinstance(remote, str) else SCRIPT_RUN
+
+
+def is_local_visit(ip: Any, host: Any, address: Any = None) -> bool:
+    """A visitor on this machine who asked for this server by one of its own names: a loopback peer
+    address (peer()) and a Host header this server answers to. No peer address is not local (an agent
+    API session has none); only a run with no server at all (SCRIPT_RUN, or AppTest's stand-in object:
+    no Host either) is.
     """
+    if ip is None:
+        return False
     if not isinstance(ip, str):
-        return host is None or host_name(host) in allowed_hosts(address)
+        return host is None
     return is_local(ip) and host_name(host) in allowed_hosts(address)
 
 
@@ -87,25 +103,36 @@ def wait_after(failures: int, free: int = FREE_TRIES) -> float:
 
 
 class Attempts:
-    """Wrong-token count and the time the next try is allowed, shared by every session of this
-    process (a reload starts a new session, so a per-session count alone is no limit)."""
+    """Wrong-token counts and waits per peer address, shared by every session of this process (a reload
+    starts a new session, so a per-session count alone is no limit). A wait slows the guesser, not the
+    holder: it is kept for the address the wrong tokens came from, so a holder at another address is
+    let in at once; server-wide, once more than `server_free` wrong tokens came in (from any address),
+    every address gets one free try instead of `free`. A session's own count (gate) comes on top. Known
+    limit: a guesser and the holder behind one address (the same proxy) share its wait."""
 
-    def __init__(self, free: int = PROCESS_FREE_TRIES):
-        self.free, self.failures, self.next_at = free, 0, 0.0
+    MAX_ADDRESSES = 10_000  # addresses remembered; the oldest go first (a bound on memory, not a limit)
+
+    def __init__(self, free: int = FREE_TRIES, server_free: int = PROCESS_FREE_TRIES):
+        self.free, self.server_free, self.failures = free, server_free, 0
+        self.by_address: dict[str, tuple[int, float]] = {}  # address -> (wrong tokens, next try allowed at)
         self._lock = threading.Lock()
 
-    def wait_left(self, now: float) -> float:
+    def wait_left(self, address: Any, now: float) -> float:
         with self._lock:
-            return max(0.0, self.next_at - now)
+            return max(0.0, self.by_address.get(str(address), (0, 0.0))[1] - now)
 
-    def failed(self, now: float) -> None:
+    def failed(self, address: Any, now: float) -> None:
         with self._lock:
             self.failures += 1
-            self.next_at = now + wait_after(self.failures, self.free)
+            count = self.by_address.pop(str(address), (0, 0.0))[0] + 1
+            free = self.free if self.failures <= self.server_free else 1
+            self.by_address[str(address)] = (count, now + wait_after(count, free))
+            while len(self.by_address) > self.MAX_ADDRESSES:
+                self.by_address.pop(next(iter(self.by_address)))
 
-    def reset(self) -> None:
+    def reset(self, address: Any) -> None:
         with self._lock:
-            self.failures, self.next_at = 0, 0.0
+            self.by_address.pop(str(address), None)
 
 
 PROCESS_ATTEMPTS = Attempts()
@@ -124,15 +151,23 @@ def _expected_token(st) -> str:
 
 
 def _visitor(st) -> tuple[Any, Any]:
-    """(peer ip, Host header) of this session; a separate function so tests can stand in a visitor."""
+    """(peer address, Host header) of this session: peer() of its client, SCRIPT_RUN when no server runs
+    the script; a separate function so tests can stand in a visitor."""
+    from streamlit import runtime
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
     try:
         host = st.context.headers.get("Host")
     except Exception:  # noqa: BLE001 - no request behind this session (AppTest, a bare script run)
         host = None
-    return st.context.ip_address, host
+    ctx = get_script_run_ctx(suppress_warning=True)
+    client = runtime.get_instance().get_client(ctx.session_id) if runtime.exists() and ctx is not None else None
+    if client is None:  # no server, or a session no client connected to (AppTest's)
+        return SCRIPT_RUN, host
+    return peer(client.client_context), host  # a browser's socket, or an agent API request (no peer)
 
 
-def _try_token(expected: str) -> None:
+def _try_token(expected: str, address: Any = None) -> None:
     """The token field's callback: check, count, and empty the field either way, so the token
     never stays in the page (a callback may set a widget's value; the script body may not)."""
     import streamlit as st
@@ -142,16 +177,16 @@ def _try_token(expected: str) -> None:
     if not supplied:
         return
     now = _now()
-    wait = max(PROCESS_ATTEMPTS.wait_left(now), float(state.get("access_next_at", 0.0)) - now)
+    wait = max(PROCESS_ATTEMPTS.wait_left(address, now), float(state.get("access_next_at", 0.0)) - now)
     if wait > 0:
         state["access_message"] = f"Too many wrong tokens: wait {wait:.0f} s, then try again."
     elif token_ok(supplied, expected):
         state["access_granted"] = True
-        PROCESS_ATTEMPTS.reset()
+        PROCESS_ATTEMPTS.reset(address)
     else:
         failures = int(state.get("access_failures", 0)) + 1
         state["access_failures"], state["access_next_at"] = failures, now + wait_after(failures)
-        PROCESS_ATTEMPTS.failed(now)
+        PROCESS_ATTEMPTS.failed(address, now)
         state["access_message"] = "Wrong token."
 
 
@@ -164,13 +199,14 @@ def gate() -> None:
         return
     expected = _expected_token(st)
     if not expected:
-        why = ("This dashboard only serves this machine." if not is_local(ip) else
+        why = ("This dashboard only serves this machine." if ip is None or not is_local(ip) else
                f"This page was opened as {host_name(host) or '?'}, a name this server does not answer to as "
                f"itself; open it as localhost, or list the name in {ALLOWED_HOSTS_ENV}.")
         st.error(f"{why} To open it from elsewhere, set {TOKEN_ENV} (or dashboard_token in Streamlit secrets) "
                  "and enter it here.")
         st.stop()
-    st.text_input("Access token", type="password", key="access_token", on_change=_try_token, args=(expected,))
+    st.text_input("Access token", type="password", key="access_token", on_change=_try_token,
+                  args=(expected, ip if isinstance(ip, str) else "no address"))
     if message := st.session_state.pop("access_message", None):
         st.error(message)
     st.stop()
