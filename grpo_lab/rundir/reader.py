@@ -146,6 +146,8 @@ def _float(value: Any) -> float | None:
 
 
 def read_run(runs_dir: str | Path, name: str) -> RunInfo:
+    if (link := linked_run(runs_dir, name)) is not None:
+        return link
     path = run_path(runs_dir, name)
     paths = RunPaths(path)
     if not path.is_dir():
@@ -153,7 +155,36 @@ def read_run(runs_dir: str | Path, name: str) -> RunInfo:
     status, status_problem = read_status_checked(paths.status)
     config, config_problem = json_file.read(paths.config)
     unsafe = {f.name: line for f in (paths.log, paths.status, paths.config) if (line := unsafe_file(f, path))}
-    return run_info(name, path, (status, status_problem), (config, config_problem), unsafe)
+    return run_info(name, path, (status, status_problem), (config, config_problem), {**unsafe, **table_files(path)})
+
+
+def linked_run(runs_dir: str | Path, name: str) -> RunInfo | None:
+    """A run folder that is a symlink (to itself, to another run, out of the runs folder), listed with
+    why it is not read: a run's files are read where they lie, inside the runs folder, and a link would
+    show one run twice or another folder's files as a run. None for anything else."""
+    path = Path(runs_dir) / name
+    if not path.is_symlink():
+        return None
+    try:
+        target = os.readlink(path)
+    except OSError:
+        target = "?"
+    return RunInfo(name, path, None, None, [f"{name} is a symlink (to {target[:120]}), not a run folder, so it is "
+                                            "not read; move or copy the run here instead"])
+
+
+def table_files(path: Path) -> dict[str, str]:
+    """The problem line of a run whose tables/ or tables/scalars is a file, not a folder of Parquet parts
+    (the run would read as having no steps, silently); keyed as run_info's `unsafe`."""
+    for where in ("tables", "tables/scalars"):
+        try:
+            st = os.lstat(path / where)
+        except OSError:
+            continue
+        if not stat.S_ISDIR(st.st_mode):
+            kind = "a file" if stat.S_ISREG(st.st_mode) else "not a folder"
+            return {where: f"{where} is {kind}, not a folder of Parquet parts, so the run's steps are not read"}
+    return {}
 
 
 def run_info(name: str, path: Path, status: tuple[dict | None, str | None], config: tuple[dict | None, str | None],
@@ -169,6 +200,8 @@ def run_info(name: str, path: Path, status: tuple[dict | None, str | None], conf
     # why each was not read, once: unsafe (a symlink out, a FIFO), else too large, too deep, not JSON
     if status is None and "status.json" not in unsafe:
         problems.append(status_problem or "status.json is missing: the run may still be starting, or never started")
+    elif status is not None and status_problem:  # read, with fields left out (status.checked_fields)
+        problems.append(status_problem)
     if config is None and "config.json" not in unsafe:
         problems.append(config_problem or "config.json is missing")
     written = _int((status or {}).get("schema_version"), SCHEMA_VERSION)
@@ -176,6 +209,28 @@ def run_info(name: str, path: Path, status: tuple[dict | None, str | None], conf
         problems.append(f"written by a newer version of grpo-lab (run-directory schema {written}; this one reads up "
                         f"to {SCHEMA_VERSION}): upgrade grpo-lab to open it")
     return RunInfo(name, path, status, config, problems)
+
+
+def numeric_scalars(table: pa.Table) -> tuple[pa.Table, list[str]]:
+    """The scalars table with only the columns the trainer writes there: numbers (every metric a float,
+    step an integer; null where a step has none). Any other column (text, a list, a struct, planted or
+    from another tool) is left out with one line naming it, so no page turns '<b>' or [1.0] into a
+    number; a step column that is not whole numbers leaves no rows. Reads the schema only.
+
+    >>> kept, problems = numeric_scalars(pa.table({"step": [1], "reward/mean": ["x"]}))
+    >>> kept.column_names, problems
+    (['step'], ['tables/scalars: column reward/mean holds string, not numbers as the trainer writes them; left out'])
+    """
+    bad = [f for f in table.schema if not (pa.types.is_integer(f.type) or pa.types.is_floating(f.type)
+                                           or pa.types.is_boolean(f.type) or pa.types.is_null(f.type))]
+    problems = [f"tables/scalars: column {f.name[:80]} holds {str(f.type)[:40]}, not numbers as the trainer writes "
+                "them; left out" for f in bad]
+    kept = table.drop_columns([f.name for f in bad]) if bad else table
+    if "step" in kept.column_names and not pa.types.is_integer(kept.schema.field("step").type):
+        problems.append(f"tables/scalars: column step holds {kept.schema.field('step').type}, not whole numbers; "
+                        "no step is shown")
+        kept = kept.slice(0, 0)
+    return kept, problems
 
 
 def list_runs(runs_dir: str | Path) -> list[RunInfo]:
@@ -189,7 +244,7 @@ def list_runs(runs_dir: str | Path) -> list[RunInfo]:
         if not valid_run_name(entry.name):  # also .launcher/, .trash/, .archive/: no run name starts with "."
             continue
         try:
-            if entry.is_dir():
+            if entry.is_symlink() or entry.is_dir():
                 runs.append(read_run(runs_dir, entry.name))
         except (OSError, RunNameError):
             continue

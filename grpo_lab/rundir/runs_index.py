@@ -48,8 +48,9 @@ import pandas as pd
 
 from grpo_lab.rundir import annotations, json_file
 from grpo_lab.rundir.layout import valid_run_name
-from grpo_lab.rundir.reader import RunInfo, RunNameError, newest_first, read_run, run_info, unreadable
-from grpo_lab.rundir.status import ACTIVE_STATES, judged
+from grpo_lab.rundir.reader import (RunInfo, RunNameError, linked_run, newest_first, read_run, run_info, table_files,
+                                    unreadable)
+from grpo_lab.rundir.status import ACTIVE_STATES, judged, read_written
 
 WATCHED = ("status.json", "config.json", annotations.FILE)  # the files of a run the listing reads
 RACY_S = 2.0  # a file written this close to a look is read again at the next one (coarse file clocks)
@@ -209,13 +210,13 @@ class RunsIndex:
         written = None
         try:
             if plain:  # nothing to refuse: read_run's reads without its checks of links and FIFOs
-                written, status_problem = json_file.read(f"{where}/status.json") if files[0] else (None, None)
+                written, status_problem = read_written(f"{where}/status.json") if files[0] else (None, None)
                 status = judged(written, f"{where}/status.json") if written is not None else None
                 config = json_file.read(f"{where}/config.json") if files[1] else (None, None)
-                info = run_info(name, path, (status, status_problem), config, {})
+                info = run_info(name, path, (status, status_problem), config, table_files(path))
+            elif link:  # listed with why it is not read, as list_runs lists it
+                info, status = linked_run(self.root, name), None
             else:
-                if not path.is_dir():
-                    return None  # a link to something that is not a folder: list_runs skips it
                 info = read_run(self.root, name)
                 status = info.status
             tags = annotations.read(path).tags if files[2] else ()

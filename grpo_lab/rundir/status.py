@@ -10,8 +10,10 @@ A reader that finds the process gone drops both: a dead trainer waits for nothin
 
 from __future__ import annotations
 
+import math
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -86,11 +88,69 @@ def read_status(path: Path) -> dict[str, Any] | None:
 
 def read_status_checked(path: Path) -> tuple[dict[str, Any] | None, str | None]:
     """(read_status's mapping, None), or (None, the line saying why status.json was not read: too
-    large, too deep, not JSON; None when it is simply missing)."""
-    data, problem = json_file.read(path)
+    large, too deep, not JSON; None when it is simply missing). A mapping with fields left out
+    (checked_fields) comes with the line naming them."""
+    data, problem = read_written(path)
     if data is None:
         return None, problem
-    return judged(data, path), None
+    return judged(data, path), problem
+
+
+def read_written(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """status.json as written, its fields checked (checked_fields): (mapping, None or the line naming
+    the fields left out), or (None, why it was not read)."""
+    data, problem = json_file.read(path)
+    return (None, problem) if data is None else checked_fields(data)
+
+
+# What the trainer writes in each field a reader uses (StatusFile, run.py): a field holding anything else
+# is left out, so a planted {"x": 1} state, a started_at of 1e308 or NaN, or a total_steps of -1 reads as
+# missing rather than taking a page down (a timestamp out of range, a progress bar below 0).
+MAX_TIME = 1e11  # seconds since 1970: the year 5138; datetime cannot show 1e20
+
+
+def _count(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _seconds(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and 0 <= v < MAX_TIME
+
+
+FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "state": (lambda v: v in STATES, f"one of {', '.join(STATES)}"),
+    "step": (_count, "a whole number >= 0"),
+    "total_steps": (_count, "a whole number >= 0"),
+    "started_at": (_seconds, "a time in seconds since 1970"),
+    "updated_at": (_seconds, "a time in seconds since 1970"),
+    "pid": (lambda v: v is None or _count(v), "a process id"),
+    "error": (lambda v: v is None or isinstance(v, str), "text"),
+    "stop_reason": (lambda v: v is None or isinstance(v, str), "text"),
+    "world_size": (lambda v: _count(v) and v >= 1, "a whole number >= 1"),
+    "train_seconds": (lambda v: _seconds(v), "seconds"),
+    "peak_memory_mb": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                       and v >= 0, "a number >= 0"),
+    "findings": (lambda v: v is None or (isinstance(v, dict) and all(_count(n) for n in v.values())),
+                 "counts per severity"),
+    "phase": (lambda v: v is None or isinstance(v, dict), "a mapping or null"),
+    "waiting": (lambda v: v is None or isinstance(v, dict), "a mapping or null"),
+}
+
+
+def checked_fields(written: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """`written` without the fields that hold what the trainer never writes there (FIELDS), and one line
+    naming the first of them (and how many more), or None.
+
+    >>> checked_fields({"state": "running", "started_at": float("inf")})
+    ({'state': 'running'}, 'status.json: started_at is inf, not a time in seconds since 1970; left out')
+    """
+    bad = [k for k, (ok, _) in FIELDS.items() if k in written and not ok(written[k])]
+    if not bad:
+        return written, None
+    first = bad[0]
+    more = f" (and {', '.join(bad[1:])})" if bad[1:] else ""
+    line = f"status.json: {first} is {str(written[first])[:80]}, not {FIELDS[first][1]}; left out{more}"
+    return {k: v for k, v in written.items() if k not in bad}, line
 
 
 def judged(written: dict[str, Any], path: Path) -> dict[str, Any]:

@@ -56,7 +56,7 @@ def folder(tmp_path):
     (runs / "leak" / "train.log").symlink_to(tmp_path / "secret.json")
     (runs / "leak" / "config.json").symlink_to(tmp_path / "secret.json")
     (runs / "alias").symlink_to(runs / "plain-0")  # a run folder that is a link inside the runs folder
-    (runs / "outside").symlink_to(tmp_path)  # one that leads out: skipped
+    (runs / "outside").symlink_to(tmp_path)  # one that leads out: both listed with why they are not read
     (runs / "a-file").write_text("not a run")
     (runs / ".launcher").mkdir()
     (runs / "bad annotations").mkdir()  # not a run name: skipped
@@ -70,7 +70,8 @@ def test_the_index_lists_what_list_runs_lists_damaged_and_planted_runs_too(folde
     assert seen(listing.runs) == seen(list_runs(folder))
     problems = {r.name: r.problems for r in listing.runs}
     assert any("nested deeper" in p for p in problems["deep"]) and any("not a regular file" in p for p in problems["fifo"])
-    assert any("leads outside" in p for p in problems["leak"]) and "outside" not in problems
+    assert any("leads outside" in p for p in problems["leak"])
+    assert problems["outside"][0].startswith("outside is a symlink") and problems["alias"][0].startswith("alias is a")
     assert {r.name: r.state for r in listing.runs}["gone"] == "failed"
     assert {r.name: r.config for r in listing.runs}["leak"] is None  # refused, so not read through the link
     assert listing.tags == {"plain-1": ("keep", "best")}  # a refused annotations.json has no tags

@@ -20,7 +20,7 @@ import streamlit as st
 from grpo_lab.objective.options import DEFAULT_EPSILON, clip_range
 from grpo_lab.rundir import query, runs_index
 from grpo_lab.rundir.layout import default_runs_dir
-from grpo_lab.rundir.reader import RunInfo, TableReader, read_run, run_path
+from grpo_lab.rundir.reader import RunInfo, TableReader, numeric_scalars, read_run, run_path
 from grpo_lab.rundir.status import ACTIVE_STATES  # noqa: F401 - the pages read it as data.ACTIVE_STATES
 
 
@@ -88,7 +88,11 @@ def table(name: str, table: str) -> Frame:
     read = _reader(path, table).read()
     if read.table is None:
         return Frame(pd.DataFrame(), read.problems, read.version, 0)
-    return Frame(_pandas(path, table, read.version, read.table), read.problems, read.version, read.new_rows)
+    arrow, problems = read.table, list(read.problems)
+    if table == "scalars":  # every column checked against what the trainer writes (numbers), by its schema
+        arrow, wrong = numeric_scalars(arrow)
+        problems += wrong
+    return Frame(_pandas(path, table, read.version, arrow), problems, read.version, read.new_rows)
 
 
 def scalars(name: str) -> Frame:
