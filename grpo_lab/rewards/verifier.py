@@ -38,7 +38,7 @@ from __future__ import annotations
 import re
 import threading
 from collections import OrderedDict
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from fractions import Fraction
 from functools import lru_cache
 
@@ -47,6 +47,10 @@ from grpo_lab.rewards import math_verify_pool
 MODES = ("lenient", "strict")
 PATHS = ("choice", "number", "no answer", "math-verify", "timeout", "error", "text", "no gold")
 MAX_DIGITS = 15  # longer numbers go to math-verify (and never reach float round-off here)
+# The most of an answer math-verify is given: its last characters, where a final answer is. Its parsing
+# grows faster than the text (a 1 MB answer ran past the 5 s limit; 4 of them took 28 s of a rescore
+# from the page, and a child killed each time); a real final answer, even a matrix, is far shorter.
+MAX_JUDGED_CHARS = 2_000
 
 _BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
 # "The final answer is $5$.", "Answer: 42", "#### 72"; an empty rest of line takes the next line.
@@ -368,6 +372,8 @@ def _decide_here(completion, gold, mode, symbolic, multiple_choice, float_roundi
                            gold=gold_span.text)
     if not symbolic:
         return _judge_as_text(span, gold_span, gold_number, float_rounding)
+    if len(span.text) > MAX_JUDGED_CHARS:  # bounded work per sample (MAX_JUDGED_CHARS)
+        span = replace(span, text=span.text[-MAX_JUDGED_CHARS:])
     job = math_verify_pool.Job(gold=_for_parser(gold_span, gold=True), answer=_for_parser(span, gold=False),
                                float_rounding=float_rounding)
     return _ForMathVerify(job=job, span=span, gold_span=gold_span)
