@@ -379,13 +379,13 @@ def _parse_mapping(field_name: str, text: str) -> dict[str, Any]:
         name, _, value = item.partition("=")
         if field_name in TEXT_MAPPINGS:
             if not value.strip():
-                raise ConfigError(f"{field_name}: write field=column, got {item!r}")
+                raise ConfigError(f"{field_name}: write field=column, got {shown(item)}")
             out[name.strip()] = value.strip()
             continue
         try:
             out[name.strip()] = float(value) if value else 1.0
         except ValueError:
-            raise ConfigError(f"{field_name}: weight of {name!r} must be a number, got {value!r}") from None
+            raise ConfigError(f"{field_name}: weight of {shown(name)} must be a number, got {shown(value)}") from None
     return out
 
 

@@ -54,12 +54,10 @@ def test_json_null_and_the_sweep_rule_for_null_are_the_trainers():
 
 
 def test_an_alias_bomb_and_a_deep_reward_params_are_refused(tmp_path):
-    bomb = tmp_path / "bomb.yaml"
-    lines = ["a: &a [x, x, x, x, x, x, x, x, x, x]"]
-    for i, name in enumerate("bcdef"):
-        prev = "abcdef"[i]
-        lines.append(f"{name}: &{name} [*{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}]")
-    lines.append("reward_params: {length: {max_len: *f}}")
+    bomb = tmp_path / "bomb.yaml"  # 8 lines, 10^6 leaves once expanded, all inside one known option
+    lines = ["reward_params:", "  length:", "    a: &a [x, x, x, x, x, x, x, x, x, x]"]
+    for prev, name in zip("abcde", "bcdef"):
+        lines.append(f"    {name}: &{name} [{', '.join(['*' + prev] * 10)}]")
     bomb.write_text("\n".join(lines) + "\n")
     with pytest.raises(ConfigError, match="^config: .*(aliases|values)"):
         load_config(["--config", str(bomb)])
