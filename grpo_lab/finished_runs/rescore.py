@@ -120,7 +120,7 @@ def parse_request(spec: str, weights: str | None = None, params: str | dict | No
         raise RescoreError(str(exc)) from None
     name = name or default_name(spec if weights is None else f"{spec}-{weights}")
     if not valid_run_name(name):
-        raise RescoreError(f"--name: {name!r}: use 1-100 letters, digits, '.', '_', '-' (starting with a letter or "
+        raise RescoreError(f"--name: {name!r:.80}: use 1-100 letters, digits, '.', '_', '-' (starting with a letter or "
                            "digit, no '..')")
     return Request(rewards=dict(cfg.rewards), reward_params=dict(cfg.reward_params), spec=spec, name=name)
 

@@ -608,7 +608,7 @@ def from_dict(values: dict[str, Any], sources: dict[str, str] | None = None, wor
     known = {f.name for f in dataclasses.fields(Config)}
     unknown = sorted(set(values) - known)
     if unknown:
-        raise ConfigError(f"{unknown[0]}: unknown option; see python -m grpo_lab.trainer --help")
+        raise ConfigError(f"{unknown[0]!s:.80}: unknown option; see python -m grpo_lab.trainer --help")
     kwargs = {k: _coerce(k, hints[k], v) for k, v in values.items()}
     cfg = Config(**kwargs)
     given = {k: (sources or {}).get(k, "command line") for k, v in kwargs.items() if v is not None}
