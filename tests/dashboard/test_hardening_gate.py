@@ -132,3 +132,22 @@ def test_wrong_guesses_slow_the_guesser_not_the_holder():
     assert waits.wait_left("198.51.100.7", now=100.0) == 0
     waits.failed("198.51.100.7", now=100.0)
     assert waits.wait_left("198.51.100.7", now=100.0) > 0
+
+
+def test_the_holder_gets_in_at_once_while_a_guesser_elsewhere_waits(rebound, monkeypatch):
+    """Before, the wait after wrong tokens was the whole server's: the right token was refused for up to
+    300 s, so anyone guessing could keep the holder out."""
+    monkeypatch.setenv(access.TOKEN_ENV, TOKEN)
+    monkeypatch.setattr(access, "_visitor", lambda st: ("203.0.113.9", "lab.example:8501"))  # the guesser
+    guesser = open_page("runs")
+    for attempt in range(8):
+        guesser.text_input(key="access_token").input(f"guess-{attempt}").run()
+    assert guesser.error[0].value.startswith("Too many wrong tokens")
+    monkeypatch.setattr(access, "_visitor", lambda st: ("198.51.100.7", "lab.example:8501"))  # the holder
+    holder = open_page("runs")
+    holder.text_input(key="access_token").input(TOKEN).run()
+    assert not holder.exception and "secret-run" in shown(holder)
+    monkeypatch.setattr(access, "_visitor", lambda st: ("203.0.113.9", "lab.example:8501"))
+    again = open_page("runs")  # the guesser's new session (a reload): its address still waits
+    again.text_input(key="access_token").input(TOKEN).run()
+    assert again.error[0].value.startswith("Too many wrong tokens") and "secret-run" not in shown(again)
