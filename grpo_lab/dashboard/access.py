@@ -8,7 +8,9 @@ The dashboard launches processes and shows files, so it is for the person at thi
 - Local means a loopback peer *and* a Host header this server answers to (localhost, 127.0.0.1,
   [::1], the configured server.address, or GRPO_LAB_ALLOWED_HOSTS). A page from another site whose
   name was re-pointed at 127.0.0.1 (DNS rebinding) has a loopback peer but its own Host: it gets the
-  token prompt. Wrong tokens are rate-limited, per session and per process.
+  token prompt. A session with no peer address (Streamlit's agent API, `--server.enableAgentApi`) is
+  not local either: it gets the token prompt, as a browser from elsewhere does. Wrong tokens are
+  rate-limited per session and per peer address (Attempts): the wait slows the guesser, not the holder.
 - What the launch and rescore forms may reach is grpo_lab/launching/allowed.py's check_launch.
 """
 

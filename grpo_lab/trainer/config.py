@@ -429,9 +429,8 @@ def _kind(hint: Any) -> tuple[str, bool]:
     optional = type(None) in get_args(hint)
     if optional:
         hint = next(a for a in get_args(hint) if a is not type(None))
-    hint_s = str(hint)
-    for kind in ("bool", "int", "float", "dict"):
-        if hint is {"bool": bool, "int": int, "float": float, "dict": dict}[kind] or hint_s == kind:
+    for kind, type_ in (("bool", bool), ("int", int), ("float", float), ("dict", dict)):
+        if hint is type_ or str(hint) == kind:  # a string hint under `from __future__ import annotations`
             return kind, optional
     return "str", optional
 
@@ -474,7 +473,7 @@ def typed_value(name: str, value: Any) -> Any:
     """
     hints = get_type_hints(Config)
     if name not in hints:
-        raise ConfigError(f"{name}: unknown option; see python -m grpo_lab.trainer --help")
+        raise ConfigError(f"{name!s:.80}: unknown option; see python -m grpo_lab.trainer --help")
     return _coerce(name, hints[name], value)
 
 
