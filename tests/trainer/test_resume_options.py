@@ -10,7 +10,6 @@ import pytest
 
 from grpo_lab.rundir.status import StatusFile
 from grpo_lab.trainer.config import ConfigError, build_parser, from_dict, load_config
-from trainer_helpers import run_trainer
 
 
 @pytest.fixture
@@ -50,10 +49,13 @@ def test_options_that_may_change_mid_run_are_taken_and_listed_in_help(stopped):
     assert "max_steps" in RESUMABLE and "group_size" not in RESUMABLE
 
 
-def test_a_refused_resume_leaves_the_run_stopped(stopped):
-    """--algo ppo on a GRPO run ended in a traceback (no value.safetensors) and marked the run failed."""
+def test_a_refused_resume_leaves_the_run_stopped(stopped, capsys):
+    """--algo ppo on a GRPO run ended in a traceback (no value.safetensors) and marked the run failed.
+    The command line's own entry point, in this process: the refusal comes before anything loads."""
+    from grpo_lab.trainer.__main__ import main
+
     before = (stopped / "r" / "status.json").read_text()
-    result = run_trainer(stopped, "r", "--resume", "--algo", "ppo")
-    assert result.returncode == 2 and result.stderr.startswith("error: algo:"), result.stderr
-    assert len(result.stderr.strip().splitlines()) == 1
+    assert main(["--runs-dir", str(stopped), "--name", "r", "--resume", "--algo", "ppo"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: algo:") and len(err.strip().splitlines()) == 1, err
     assert (stopped / "r" / "status.json").read_text() == before
