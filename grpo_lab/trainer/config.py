@@ -53,11 +53,14 @@ TEXT_MAPPINGS = ("columns",)  # dict options whose values are names, not numbers
 JSON_MAPPINGS = ("reward_params",)  # dict options of mappings: JSON on the command line (a name=weight list was read)
 
 
-# What a resume may change: how long the run goes on, where it runs, how often it writes. Anything else
-# (model, algorithm, sizes, the objective, rewards, data) would continue the run as another one behind
-# its back, or fail on its checkpoint; a fork (--fork-from RUN --fork-step S) trains with it changed.
-RESUMABLE = ("name", "runs_dir", "resume", "max_steps", "device", "collective_timeout", "decode", "flush_seconds",
-             "compact_every", "checkpoint_every", "keep_checkpoints", "stop_on", "token_detail_groups")
+# What a resume may change: how long the run goes on, where and how its processes run (a checkpoint holds
+# whole weights, so FSDP continues as DDP; decode modes draw the same tokens; gradient checkpointing
+# trades memory for time), how often it writes. Anything else (model, algorithm, sizes, the objective,
+# rewards, data) would continue the run as another one behind its back, or fail on its checkpoint; a
+# fork (--fork-from RUN --fork-step S) trains with it changed.
+RESUMABLE = ("name", "runs_dir", "resume", "max_steps", "device", "strategy", "collective_timeout", "decode",
+             "gradient_checkpointing", "flush_seconds", "compact_every", "checkpoint_every", "keep_checkpoints",
+             "stop_on", "token_detail_groups")
 
 
 class ConfigError(ValueError):
