@@ -233,6 +233,14 @@ class Config:
     compact_every: int = _opt(50, "Merge a table's part files once it has this many.", bounds=Bounds(2))
     checkpoint_every: int = _opt(100, "Steps between checkpoints (final one always written).", bounds=Bounds(1))
     keep_checkpoints: int = _opt(2, "Periodic checkpoints kept on disk.", bounds=Bounds(1))
+    keep_every: int = _opt(0, "Also keep the checkpoint of each step divisible by N (a multiple of checkpoint_every), "
+                           "to fork from later (0: the newest keep_checkpoints only). A checkpoint is the weights "
+                           "and AdamW's two moments, about 3x the weights: 1.1 MB for the built-in model, 1.7 GB "
+                           "for SmolLM2-135M and 6.1 GB for a 0.5B model in float32 (half in bfloat16; PPO adds its "
+                           "value model). bench/bench_checkpoint_size.py", bounds=Bounds(0))
+    checkpoint_budget_gb: float = _opt(0.0, "Disk the kept checkpoints may take, in GB (0: no limit): past it the "
+                                       "oldest keep_every ones go first; the newest keep_checkpoints always stay.",
+                                       bounds=Bounds(0))
     # --- fork (grpo_lab/trainer/fork.py) ---
     fork_from: str = _opt("", "Start a new run from another run's checkpoint (with --fork-step): its folder "
                           "(runs/NAME) or its name in runs_dir. Its options are the new run's defaults: give only "
@@ -305,6 +313,8 @@ class Config:
                  "with strategy fsdp are not supported (processes must run the same forwards); use ddp")
             need(self.strategy == "ddp" or self.lora_r == 0, "strategy",
                  "fsdp with LoRA (lora_r > 0) is not supported; use ddp")
+        need(self.keep_every % self.checkpoint_every == 0, "keep_every",
+             f"must be a multiple of checkpoint_every ({self.checkpoint_every}): only those steps get a checkpoint")
         need(bool(self.fork_from) == (self.fork_step > 0), "fork_step" if self.fork_from else "fork_from",
              "--fork-from and --fork-step go together (a step >= 1 with a run to fork)")
         need(not self.fork_from or self.max_steps > self.fork_step, "max_steps",

@@ -395,7 +395,7 @@ def run_steps(comps: Components, paths: RunPaths, status: StatusFile, run: Progr
                         refresh=False)
         if step % cfg.checkpoint_every == 0 and step < cfg.max_steps:
             comps.writer.flush()  # the rows up to the checkpoint: a resume truncates to it
-            save_checkpoint(d, comps, paths.checkpoints, step, cfg.keep_checkpoints)
+            save_checkpoint(d, comps, paths.checkpoints, step, checkpoint.Retention.of(cfg))
         run.stopping, run.halted = d.any(stop, run.halt)  # every process ends after the same step
         if run.stopping or run.halted:
             break
@@ -462,7 +462,7 @@ def finish(comps: Components, paths: RunPaths, status: StatusFile, run: Progress
                           train_seconds=round(time.time() - run.start, 3))
             log.error("%s", outcome.doctor_stop_line(step, cfg.stop_on, reason))  # the last line, for scripts
         return outcome.DOCTOR_STOPPED
-    save_checkpoint(comps.dist, comps, paths.checkpoints, step, cfg.keep_checkpoints)
+    save_checkpoint(comps.dist, comps, paths.checkpoints, step, checkpoint.Retention.of(cfg))
     never = None if run.stopping else run.scored.never()  # --stop-on none: trained on, yet nothing ever scored
     state = "stopped" if run.stopping else "failed" if never else "finished"
     status.update(state=state, step=step, train_seconds=round(time.time() - run.start, 3),
