@@ -88,3 +88,26 @@ def lineage(name: str, parents: dict[str, tuple[str, int]], limit: int = 32) -> 
         seen.add(parent)
         name = parent
     return out
+
+
+def joined(own, parent, step: int, clock: tuple[str, ...] = ("wall_s",)):
+    """A fork's scalars (pandas) preceded by its parent's up to the fork step, so its line leaves the
+    parent's curve at `step` (read from the parent: a fork's tables hold its own steps only). Its
+    `clock` columns continue from the parent's value at `step`.
+
+    >>> import pandas as pd
+    >>> parent = pd.DataFrame({"step": [1, 2, 3], "wall_s": [1.0, 2.0, 3.0], "reward/mean": [0.1, 0.2, 0.3]})
+    >>> child = pd.DataFrame({"step": [3, 4], "wall_s": [0.5, 1.5], "reward/mean": [0.5, 0.6]})
+    >>> joined(child, parent, 2).values.tolist()
+    [[1.0, 1.0, 0.1], [2.0, 2.0, 0.2], [3.0, 2.5, 0.5], [4.0, 3.5, 0.6]]
+    """
+    import pandas as pd  # noqa: PLC0415 - the trainer reads this module without pandas' import time
+
+    before = parent[parent["step"] <= step]
+    if before.empty:
+        return own
+    own = own.copy()
+    for column in clock:
+        if column in own and column in before and before[column].notna().any():
+            own[column] = own[column] + float(before[column].dropna().iloc[-1])
+    return pd.concat([before, own], ignore_index=True)
