@@ -49,9 +49,9 @@ def panel(info: RunInfo, where: str) -> None:
     if not steps:
         st.caption(t("fork.no_steps"))
         return
+    st.caption(t("fork.steps", steps=", ".join(map(str, steps))))
     left, right = st.columns([1, 2], vertical_alignment="bottom")
-    step = left.selectbox(t("fork.step"), steps, index=len(steps) - 1, key=f"{where}_fork_step_{info.name}",
-                          help=t("fork.steps_help", steps=", ".join(map(str, steps))))
+    step = left.selectbox(t("fork.step"), steps, index=len(steps) - 1, key=f"{where}_fork_step_{info.name}")
     if right.button(t("fork.button", step=step), key=f"{where}_fork_{info.name}"):
         st.session_state[OPEN] = (where, info.name, step)
     if st.session_state.get(OPEN) == (where, info.name, step):

@@ -42,6 +42,7 @@ def _button(at, start: str):
 def test_live_offers_the_forkable_steps_and_a_form_with_the_parents_options(runs):
     at = open_page("live", run="parent")
     assert not at.exception
+    assert "Steps with a whole checkpoint, which a fork can start from: 3, 6." in texts(at.caption)
     chooser = at.selectbox(key="live_fork_step_parent")
     assert chooser.options == ["3", "6"] and chooser.value == 6
     chooser.select(3).run()

@@ -18,7 +18,8 @@ from grpo_lab.rundir.status import read_status
 from grpo_lab.trainer.__main__ import main
 from grpo_lab.trainer.config import from_dict
 from grpo_lab.trainer.run import prepare, release
-from shared_runs import grpo_run, ppo_run, two_process_runs  # noqa: F401  (fixtures)
+from grpo_lab.rundir.layout import RunLock
+from shared_runs import copy_run, grpo_run, ppo_run, two_process_runs  # noqa: F401  (fixtures)
 from trainer_helpers import ROOT, read_table, run_trainer, torchrun
 
 
@@ -48,9 +49,15 @@ def test_a_fork_with_nothing_changed_repeats_its_parents_next_steps_exactly(grpo
     assert all(torch.equal(ours_w[k], theirs_w[k]) for k in theirs_w)
 
 
-def test_a_fork_with_another_learning_rate_and_beta_trains_with_them(grpo_run, tmp_path):
-    result = run_trainer(tmp_path, "hot", "--fork-from", str(grpo_run), "--fork-step", "6", "--max-steps", "7",
-                         "--lr", "0.01", "--beta", "0.2")
+def test_a_fork_with_another_learning_rate_and_beta_trains_with_them_while_the_parent_is_held(grpo_run, tmp_path):
+    parent = copy_run(grpo_run, tmp_path, "parent")
+    lock = RunLock(parent)
+    assert lock.acquire()  # as a trainer that is still training it holds it: a fork only reads the parent
+    try:
+        result = run_trainer(tmp_path, "hot", "--fork-from", "parent", "--fork-step", "6", "--max-steps", "7",
+                             "--lr", "0.01", "--beta", "0.2")
+    finally:
+        lock.release()
     assert result.returncode == 0, result.stderr[-3000:]
     status = read_status(tmp_path / "hot" / "status.json")
     assert status["state"] == "finished" and status["step"] == 7
