@@ -78,6 +78,10 @@ def _widget(name: str, spec: dict[str, Any], preset: int, kind: str) -> Any:
     return st.text_input(label, "" if default is None else str(default), help=help_text, key=key)
 
 
+# the fork form (fork_form.py) draws the same widgets
+widget, as_type = _widget, _as_type
+
+
 def form(runs_dir: Path) -> None:
     choices = presets.presets()
     shown = {c: t("launch.preset_demo") if c == presets.DEMO else c for c in choices}

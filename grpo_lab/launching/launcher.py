@@ -135,10 +135,15 @@ def checked_config(values: dict[str, Any], runs_dir: Path, processes: int = 1):
     from grpo_lab.trainer.config import ConfigError, from_dict
 
     check_processes(processes)
+    values = with_parent(values, runs_dir)  # a fork: its parent's options under the form's
     if (refused := allowed.check_launch(values, runs_dir)) is not None:
         raise LaunchError(refused)
     try:
         cfg = from_dict({**values, "runs_dir": str(runs_dir)}, world=processes)
+        if cfg.fork_from:
+            from grpo_lab.trainer import fork  # noqa: PLC0415 - as the trainer checks it
+
+            fork.check(cfg)
     except ConfigError as exc:
         raise LaunchError(str(exc)) from None
     # and the paths as the trainer will use them: reward_params given as text, or merged with a task's defaults
@@ -152,6 +157,24 @@ def checked_config(values: dict[str, Any], runs_dir: Path, processes: int = 1):
         raise LaunchError(f"rewards: unknown reward {unknown[0]!r}; registered rewards: {', '.join(rewards.available())}"
                           " (or name a function as 'package.module:function')")
     return cfg
+
+
+def with_parent(values: dict[str, Any], runs_dir: Path) -> dict[str, Any]:
+    """A fork's values (fork_from set) with its parent's options under them, as the trainer will take
+    them (trainer/fork.py); a page forks only a run of its own runs folder, named. Other values as given."""
+    if not values.get("fork_from"):
+        return values
+    from grpo_lab.trainer import fork  # noqa: PLC0415
+    from grpo_lab.trainer.config import ConfigError  # noqa: PLC0415
+
+    parent = values["fork_from"]
+    if not valid_run_name(parent):
+        raise LaunchError(f"fork_from: must name a run of this runs folder, got {parent!r}")
+    try:
+        inherited, _ = fork.parent_values({"fork_from": parent}, str(runs_dir))
+    except ConfigError as exc:
+        raise LaunchError(str(exc)) from None
+    return {**inherited, **values}
 
 
 def _argv(values: dict[str, Any]) -> list[str]:
@@ -415,7 +438,9 @@ def resume(runs_dir: Path, name: str) -> int:
 def check_resume(runs_dir: Path, name: str, config: dict[str, Any], processes: int = 1) -> None:
     """The saved options of run `name` as a launch would check them; LaunchError naming the first
     refused option (prefixed 'resume refused')."""
-    values = {k: v for k, v in config.items() if k not in (SOURCES_KEY, "runs_dir", "resume", "name")}
+    # a fork resumes from its own checkpoints: its parent may have gone (fork_from, fork_step left out)
+    values = {k: v for k, v in config.items() if k not in (SOURCES_KEY, "runs_dir", "resume", "name", "fork_from",
+                                                           "fork_step")}
     try:
         checked_config({**values, "name": name}, runs_dir, processes)
     except LaunchError as exc:

@@ -19,6 +19,7 @@ import random
 import re
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -135,10 +136,56 @@ def check(path: Path | None) -> None:
         load_rng(path / "rng.pt")
 
 
+@dataclass(frozen=True)
+class Retention:
+    """Which periodic checkpoints stay on disk (a fork starts from one): the newest `keep`, and each
+    step divisible by `every` (0: none) while everything kept fits in `budget_bytes` (0: no limit).
+    Past the budget the oldest every-N ones go first; the newest `keep` always stay."""
+
+    keep: int
+    every: int = 0
+    budget_bytes: float = 0
+
+    @classmethod
+    def of(cls, cfg) -> "Retention":
+        return cls(keep=cfg.keep_checkpoints, every=cfg.keep_every, budget_bytes=cfg.checkpoint_budget_gb * 1e9)
+
+
+def retained(sizes: dict[int, int], policy: Retention) -> set[int]:
+    """The steps to keep, given each periodic checkpoint's step and size in bytes.
+
+    >>> sizes = {s: 10 for s in (10, 20, 30, 40, 50, 60)}
+    >>> sorted(retained(sizes, Retention(keep=2)))
+    [50, 60]
+    >>> sorted(retained(sizes, Retention(keep=2, every=20)))
+    [20, 40, 50, 60]
+    >>> sorted(retained(sizes, Retention(keep=2, every=20, budget_bytes=35)))  # 50 and 60, then room for one
+    [40, 50, 60]
+    >>> sorted(retained(sizes, Retention(keep=2, every=20, budget_bytes=5)))  # the newest stay, over budget or not
+    [50, 60]
+    """
+    steps = sorted(sizes)
+    newest = set(steps[-policy.keep:])
+    spare = sorted((s for s in steps if s not in newest and policy.every and s % policy.every == 0), reverse=True)
+    kept, used = set(newest), sum(sizes[s] for s in newest)
+    for step in spare:  # newest first: past the budget, the oldest are the ones left out
+        if policy.budget_bytes and used + sizes[step] > policy.budget_bytes:
+            break
+        kept.add(step)
+        used += sizes[step]
+    return kept
+
+
+def size_of(folder: Path) -> int:
+    """Bytes of the files in a checkpoint folder (a hard link from a fork's parent counts in full)."""
+    return sum(f.stat().st_size for f in folder.iterdir() if f.is_file())
+
+
 def save(folder: Path, step: int, models: dict[str, torch.nn.Module | dict], optimizer=None,
-         keep: int | None = None) -> Path:
-    """Write checkpoint `step`; keep only the newest `keep` periodic ones. A model or the optimizer
-    may be given as its full state dict (FSDP gathers them: grpo_lab/trainer/distributed.py)."""
+         keep: int | Retention | None = None) -> Path:
+    """Write checkpoint `step`; then keep the periodic ones `keep` retains (a number: the newest that
+    many). A model or the optimizer may be given as its full state dict (FSDP gathers them:
+    grpo_lab/trainer/distributed.py)."""
     folder.mkdir(parents=True, exist_ok=True)
     name = INITIAL if step < 0 else f"step-{step:08d}"
     tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=folder))
@@ -156,8 +203,12 @@ def save(folder: Path, step: int, models: dict[str, torch.nn.Module | dict], opt
         shutil.rmtree(final)
     tmp.rename(final)
     if keep is not None:
-        for old in periodic(folder)[:-keep]:
-            shutil.rmtree(old, ignore_errors=True)
+        policy = keep if isinstance(keep, Retention) else Retention(keep)
+        found = {int(p.name.removeprefix("step-")): p for p in periodic(folder)}
+        kept = retained({s: size_of(p) for s, p in found.items()}, policy)
+        for old_step, old in found.items():
+            if old_step not in kept:
+                shutil.rmtree(old, ignore_errors=True)
     return final
 
 

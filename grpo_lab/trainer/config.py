@@ -244,6 +244,22 @@ class Config:
     compact_every: int = _opt(50, "Merge a table's part files once it has this many.", bounds=Bounds(2))
     checkpoint_every: int = _opt(100, "Steps between checkpoints (final one always written).", bounds=Bounds(1))
     keep_checkpoints: int = _opt(2, "Periodic checkpoints kept on disk.", bounds=Bounds(1))
+    keep_every: int = _opt(0, "Also keep the checkpoint of each step divisible by N (a multiple of checkpoint_every), "
+                           "to fork from later (0: the newest keep_checkpoints only). A checkpoint is the weights "
+                           "and AdamW's two moments, about 3x the weights: 1.1 MB for the built-in model, 1.7 GB "
+                           "for SmolLM2-135M and 6.1 GB for a 0.5B model in float32 (half in bfloat16; PPO adds its "
+                           "value model). bench/bench_checkpoint_size.py", bounds=Bounds(0))
+    checkpoint_budget_gb: float = _opt(0.0, "Disk the kept checkpoints may take, in GB (0: no limit): past it the "
+                                       "oldest keep_every ones go first; the newest keep_checkpoints always stay.",
+                                       bounds=Bounds(0))
+    # --- fork (grpo_lab/trainer/fork.py) ---
+    fork_from: str = _opt("", "Start a new run from another run's checkpoint (with --fork-step): its folder "
+                          "(runs/NAME) or its name in runs_dir. Its options are the new run's defaults: give only "
+                          "those to change (not model, algo, lora_r, lora_target_modules). Default name: "
+                          "NAME-fork-STEP.")
+    fork_step: int = _opt(0, "With --fork-from: the step whose checkpoint the new run starts from (a step with a "
+                          "checkpoints/step-* folder; the error lists them). It trains steps STEP+1..max_steps.",
+                          bounds=Bounds(0))
     stop_on: str = _opt("critical", "Stop the run at a run-doctor finding of this severity or worse (none, warning, "
                         "critical); the last checkpoint before it is kept. Findings: the events table.",
                         choices=("none", "warning", "critical"))
@@ -308,6 +324,12 @@ class Config:
                  "with strategy fsdp are not supported (processes must run the same forwards); use ddp")
             need(self.strategy == "ddp" or self.lora_r == 0, "strategy",
                  "fsdp with LoRA (lora_r > 0) is not supported; use ddp")
+        need(self.keep_every % self.checkpoint_every == 0, "keep_every",
+             f"must be a multiple of checkpoint_every ({self.checkpoint_every}): only those steps get a checkpoint")
+        need(bool(self.fork_from) == (self.fork_step > 0), "fork_step" if self.fork_from else "fork_from",
+             "--fork-from and --fork-step go together (a step >= 1 with a run to fork)")
+        need(not self.fork_from or self.max_steps > self.fork_step, "max_steps",
+             f"must be greater than the fork step ({self.fork_step}): a fork trains the steps after it")
         # none with an environment: its class's get_reward may be the reward (TRL's; checked when it loads)
         need((bool(self.rewards) or bool(self.environment))
              and all(isinstance(w, (int, float)) and math.isfinite(w) and abs(w) <= 1e6 for w in self.rewards.values()),
@@ -640,6 +662,19 @@ def load_config(argv: list[str] | None = None) -> Config:
         check_resume_changes(saved, values)
         values = {**saved, **values}
         sources = {**{k: saved_sources.get(k, "resumed run") for k in saved}, **sources}
+    elif values.get("fork_from"):  # a fork: the parent's options under the ones given (trainer/fork.py)
+        from grpo_lab.trainer import fork  # noqa: PLC0415 - it reads this module's Config
+
+        runs_dir = str(values.get("runs_dir") or default_runs_dir())
+        parent, parent_sources = fork.parent_values(values, runs_dir)
+        values = {**parent, **values}
+        sources = {**parent_sources, **sources}
+        if not values.get("name"):
+            step = _coerce("fork_step", int, values.get("fork_step") or 0)
+            values["name"] = fork.child_name(fork.parent_dir(str(values["fork_from"]), runs_dir).name, step, runs_dir)
+        cfg = from_dict(values, sources)
+        fork.check(cfg)  # the parent's checkpoint of that step, and the options it fixes
+        return cfg
     return from_dict(values, sources)
 
 

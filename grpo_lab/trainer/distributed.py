@@ -369,7 +369,7 @@ def rank_log(rank: int) -> logging.Logger:
 # --- checkpoints ---------------------------------------------------------------------------------
 
 
-def save_checkpoint(d: Dist, c, folder, step: int, keep: int | None = None) -> None:
+def save_checkpoint(d: Dist, c, folder, step: int, keep: int | checkpoint.Retention | None = None) -> None:
     """One process: checkpoint.save. ddp: rank 0 saves its replica. fsdp: every rank gives its
     shards, rank 0 saves the whole weights and optimizer state in the same files and format, so
     any world size and strategy can resume it."""

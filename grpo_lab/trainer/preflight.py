@@ -67,6 +67,10 @@ def preflight(cfg: Config) -> tuple[Task, Task | None]:
         from grpo_lab.trainer import checkpoint  # torch, not transformers: a planted pickle never reaches set-up
 
         checkpoint.check(checkpoint.latest(paths.checkpoints))
+    if cfg.fork_from and not cfg.resume:  # the parent's checkpoint, as a resume's own is checked
+        from grpo_lab.trainer import checkpoint, fork  # noqa: PLC0415 - torch, not transformers
+
+        checkpoint.check(fork.check(cfg))
     own = environment_setup.source_name(cfg.environment)  # the environment's get_reward, which config.json lists
     for name in cfg.rewards:
         if name == own:

@@ -30,7 +30,7 @@ from grpo_lab.rundir.metrics import registered_name
 from grpo_lab.rundir.layout import NO_SPACE, RunLock, RunPaths, free_reserve, full_disk, make_reserve, write_json_atomic
 from grpo_lab.rundir.status import StatusFile
 from grpo_lab.rundir.writer import RunWriter
-from grpo_lab.trainer import checkpoint
+from grpo_lab.trainer import checkpoint, fork
 from grpo_lab.trainer.config import Config, ConfigError
 from grpo_lab.trainer.preflight import check_run_dir, claim
 from grpo_lab.trainer.distributed import (Dist, NullStatus, NullWriter, launch, rank_log, resume_latest, save_checkpoint,
@@ -170,10 +170,14 @@ def prepare(cfg: Config, d: Dist | None = None, tasks: tuple[Task, Task | None] 
     `d.agreed()` block ends with every rank knowing whether any refused (then all exit 2).
     Without `d`: one process, as `python -m grpo_lab.trainer` and the benchmarks run."""
     d = d or Dist()
-    paths, lock = RunPaths(cfg.run_dir), None
+    paths, lock, source = RunPaths(cfg.run_dir), None, None
+    forking = bool(cfg.fork_from) and not cfg.resume  # a resumed fork has the checkpoints it was given
     with d.agreed():
         if d.writer:
             check_run_dir(cfg)
+            if forking:  # the parent's checkpoint, checked as a resume's own (read, never locked: it may train on)
+                source = fork.check(cfg)
+                checkpoint.check(source)
             lock = claim(cfg, paths) if cfg.resume else None  # a resume fails fast; a new run claims below
             if cfg.resume:  # a checkpoint holding more than data (a planted pickle) is refused, unrun
                 try:
@@ -202,8 +206,11 @@ def prepare(cfg: Config, d: Dist | None = None, tasks: tuple[Task, Task | None] 
     for line in dry_warnings if d.writer else ():
         log.warning("%s", line)
     try:
+        if forking and d.writer:  # the parent's initial and step-S checkpoints become the child's own
+            fork.link(source, paths.checkpoints)
+            log.info("forked from %s at step %d", source.parent.parent.name, cfg.fork_step)
         initial = paths.checkpoints / checkpoint.INITIAL
-        if d.broadcast(cfg.resume and (initial / "meta.json").is_file() if d.writer else None):
+        if d.broadcast((cfg.resume or forking) and (initial / "meta.json").is_file() if d.writer else None):
             if d.writer:  # the others receive it below
                 checkpoint.load(initial, {"model": policy})
         else:
@@ -232,7 +239,7 @@ def prepare(cfg: Config, d: Dist | None = None, tasks: tuple[Task, Task | None] 
                            builtin_model=builtin, value_model=value_model, eval_task=eval_task, lock=lock, dist=d)
 
         first_step = 1
-        if cfg.resume:
+        if cfg.resume or forking:
             if d.writer:
                 checkpoint.remove_partial(paths.checkpoints)
             done = resume_latest(d, comps, paths.checkpoints)
@@ -240,7 +247,10 @@ def prepare(cfg: Config, d: Dist | None = None, tasks: tuple[Task, Task | None] 
                 seed_everything(cfg.seed)
             writer.truncate_after(done)
             first_step = done + 1
-            log.info("resuming %s after step %d", cfg.name, done)
+            if forking:
+                fork.retune(optimizer, cfg)
+            else:
+                log.info("resuming %s after step %d", cfg.name, done)
     except Exception as exc:  # the run exists: its status says why it ended, rather than "killed?"
         if d.writer:
             error, _ = disk_note(paths, exc, f"{type(exc).__name__}: {exc}")
@@ -385,7 +395,7 @@ def run_steps(comps: Components, paths: RunPaths, status: StatusFile, run: Progr
                         refresh=False)
         if step % cfg.checkpoint_every == 0 and step < cfg.max_steps:
             comps.writer.flush()  # the rows up to the checkpoint: a resume truncates to it
-            save_checkpoint(d, comps, paths.checkpoints, step, cfg.keep_checkpoints)
+            save_checkpoint(d, comps, paths.checkpoints, step, checkpoint.Retention.of(cfg))
         run.stopping, run.halted = d.any(stop, run.halt)  # every process ends after the same step
         if run.stopping or run.halted:
             break
@@ -452,7 +462,7 @@ def finish(comps: Components, paths: RunPaths, status: StatusFile, run: Progress
                           train_seconds=round(time.time() - run.start, 3))
             log.error("%s", outcome.doctor_stop_line(step, cfg.stop_on, reason))  # the last line, for scripts
         return outcome.DOCTOR_STOPPED
-    save_checkpoint(comps.dist, comps, paths.checkpoints, step, cfg.keep_checkpoints)
+    save_checkpoint(comps.dist, comps, paths.checkpoints, step, checkpoint.Retention.of(cfg))
     never = None if run.stopping else run.scored.never()  # --stop-on none: trained on, yet nothing ever scored
     state = "stopped" if run.stopping else "failed" if never else "finished"
     status.update(state=state, step=step, train_seconds=round(time.time() - run.start, 3),

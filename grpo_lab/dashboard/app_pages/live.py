@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from grpo_lab.dashboard import ui
+from grpo_lab.dashboard import fork_form, ui
 from grpo_lab.dashboard.reading import data
 from grpo_lab.dashboard.views.live import live_view
 from grpo_lab.dashboard.i18n import t
@@ -25,3 +25,5 @@ with ui.guard(t("nav.live")):
         active = data.run(info.name).state in data.ACTIVE_STATES  # fresh, as the fragment reads it
         st.fragment(live_view.render, run_every=2.0 if active else None)(info.name, x_mode or "step", smoothing,
                                                                          extra, active)
+        fork_form.family(info)  # the run it was forked from, and its forks
+        fork_form.panel(info, "live")  # "Fork from step S": the steps its checkpoints allow

@@ -13,7 +13,7 @@ from grpo_lab.dashboard import ui
 from grpo_lab.launching import launcher
 from grpo_lab.dashboard.reading import data
 from grpo_lab.dashboard.views import charts, series
-from grpo_lab.dashboard.views.compare import compare_completions_view
+from grpo_lab.dashboard.views.compare import compare_completions_view, fork_lines
 from grpo_lab.dashboard.views.runs import annotations_view
 from grpo_lab.dashboard.i18n import t
 from grpo_lab.rundir import variants
@@ -105,7 +105,8 @@ def curves(runs: list[RunInfo], chosen: list[str], x_mode: str, smoothing: float
         for r in runs:
             frame = data.scalars(r.name)
             problems += [f"{r.name}: {p}" for p in frame.problems]
-            frames.append(series.long_frame(frame.df.rename(columns={c: reward_name(c) for c in frame.df.columns}),
+            df = fork_lines.with_history(r.name, frame.df)  # a fork: from its step on its parent's curve
+            frames.append(series.long_frame(df.rename(columns={c: reward_name(c) for c in df.columns}),
                                             [metric], x_mode, smoothing, label=r.name))
         df = pd.concat(frames, ignore_index=True)
         spec = charts.line_chart(df, title=metric, x_title=ui.x_title(x_mode), x_steps=x_mode == "step",

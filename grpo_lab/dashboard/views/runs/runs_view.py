@@ -12,7 +12,7 @@ import pandas as pd
 import streamlit as st
 
 from grpo_lab.dashboard import pages, ui
-from grpo_lab.dashboard import launch_form
+from grpo_lab.dashboard import fork_form, launch_form
 from grpo_lab.launching import housekeeping, launcher
 from grpo_lab.dashboard.reading import data
 from grpo_lab.dashboard.views import markup
@@ -137,6 +137,8 @@ def actions(name: str, runs, pending) -> None:
             st.error(t("ui.error", error=markup.md(info.error)))
         with st.expander(t("annotations.heading"), expanded=False):
             annotations_view.editor(info)
+        fork_form.family(info)  # the run it was forked from, and its forks
+        fork_form.panel(info, "runs")  # "Fork from step S": the steps its checkpoints allow
         if info.config:
             with st.expander(t("runs.options")):
                 options = options_table(info.config)
