@@ -488,15 +488,15 @@ class Driver:
         print(f"{name}: {outcome} in {time.perf_counter() - start:.0f} s", flush=True)
         return outcome, stdout
 
-    def play(self, parts: list[Part], figures: dict) -> None:
+    def play(self, parts: list[Part], figures: dict) -> dict[str, str]:
         """Each part in turn, the notes written after every one: a call killed midway (the shell's timeout, the
         device's limit) still returns what it measured. A part that fails, or whose figures cannot be read, is
-        that part's outcome; the next part runs (unless the failed one was `needed`)."""
+        that part's outcome; the next part runs (unless the failed one was `needed`). Returns each outcome."""
         def stop(signum, _frame):
             raise Stopped(signal.Signals(signum).name)
 
         previous = signal.signal(signal.SIGTERM, stop)
-        blocked = None
+        blocked, outcomes = None, {}
         try:
             for part in parts:
                 outcome, got = f"skipped ({blocked} failed)", {}
@@ -517,6 +517,8 @@ class Driver:
                         blocked = part.name
                 place(figures, part.where, {"outcome": outcome, **part.known, **got})
                 write_notes(self.out, figures)
+                outcomes[part.name] = outcome
+            return outcomes
         finally:
             signal.signal(signal.SIGTERM, previous)
 
@@ -563,8 +565,8 @@ def plan_parts(plan: dict, me: list[str], work: Path, device: str, dtype: str, o
     parts: list[Part] = []
     shape, prompts, group, tokens = plan["decode"]
     parts.append(Part("decode", ("decode",), [*me, "--part", "decode", "--shape", shape, "--prompts", str(prompts),
-                                              "--group", str(group), "--tokens", str(tokens)],
-                      caps["decode"], need["decode"], known={"shape": shape, "rows": prompts * group, "tokens": tokens}))
+                                              "--group", str(group), "--tokens", str(tokens)], caps["decode"],
+                      need["decode"], known={"shape": shape, "rows": prompts * group, "tokens": tokens}))
     for i, (shape, prompts, group, tokens) in enumerate(plan["runs"]):
         known = {"shape": shape, "rows": prompts * group, "tokens": tokens}
         for which in (("ours", "trl") if i % 2 == 0 else ("trl", "ours")):
@@ -637,12 +639,15 @@ def main() -> int:
     driver = Driver(a.budget or plan["budget"], out, env)
     figures: dict = {"smoke": a.smoke, "only": a.only, "runs": {}, "probes": {}}
     try:
-        driver.play(parts, figures)
+        outcomes = driver.play(parts, figures)
     except Stopped as exc:
         print(f"gpu_vs_trl: stopped by {exc}; the notes hold every part that finished", file=sys.stderr)
         return 143
     print("\n" + write_notes(out, figures), flush=True)
-    return 0
+    short = [f"{name} ({outcome})" for name, outcome in outcomes.items() if outcome != "ok"]
+    if short:  # the notes hold what there is; the exit status says it is not everything
+        print(f"gpu_vs_trl: {len(short)} of {len(outcomes)} parts not ok: {'; '.join(short)}", file=sys.stderr)
+    return 1 if short else 0
 
 
 def write_notes(out: Path, figures: dict) -> str:
@@ -660,12 +665,14 @@ def write_notes(out: Path, figures: dict) -> str:
 def table(figures: dict) -> str:
     """The notes in Markdown: one row a run, the ratios, the decode figures and the probes. MFU against the
     card's measured bf16 matrix-product rate when setup measured it, else its listed peak (trainer/perf.py)."""
-    from grpo_lab.trainer.perf import peak_flops
-
     setup = figures.get("setup") or {}
     device = setup.get("device", "?")
     measured = setup.get("bf16 matmul TFLOP/s")
-    peak = measured * 1e12 if measured else (peak_flops(device) if device not in ("?", "cpu") else math.nan)
+    peak = measured * 1e12 if measured else math.nan
+    if not measured and device not in ("?", "cpu"):
+        from grpo_lab.trainer.perf import peak_flops  # imports torch: only where it answers
+
+        peak = peak_flops(device)
     lines = [f"# gpu_vs_trl {'(smoke, CPU)' if figures.get('smoke') else ''} {time.strftime('%Y-%m-%d %H:%M')}", "",
              f"device: {device}; setup: {setup.get('outcome', 'not run')}; MFU against "
              + (f"{measured} TFLOP/s measured" if measured else "the listed peak")

@@ -392,7 +392,7 @@ def _one_token(model, cache, ids: torch.Tensor, pos: torch.Tensor, mask: torch.T
 def _eager_instead(why: str) -> None:
     """The one warning a process gets when its transformers cannot run the static loop."""
     warnings.warn(f"decode: the static and graph loops need transformers 5.4.0 or later ({why}); "
-                  "the eager loop decodes instead", RuntimeWarning, stacklevel=4)
+                  "the eager loop decodes instead", RuntimeWarning, stacklevel=5)  # decode_with_logp's caller
 
 
 # model -> {(width, graphs, dtype, device): StaticDecoder}; weak, so a model that goes frees its caches

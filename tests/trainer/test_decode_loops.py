@@ -214,7 +214,7 @@ class PositionlessStaticLayer(StaticLayer):
 
     def __init__(self, max_cache_len: int, **kwargs):
         super().__init__(max_cache_len, **kwargs)
-        del self.cumulative_length
+        vars(self).pop("cumulative_length", None)
 
 
 @pytest.fixture
@@ -241,8 +241,7 @@ def test_an_older_transformers_static_cache_decodes_eager_after_one_warning(toke
         prompts = model(input_ids=ids, attention_mask=mask, use_cache=True).past_key_values
     with pytest.raises(AttributeError, match="cumulative_length"):
         planted.load(prompts, G, mask.repeat_interleave(G, dim=0))
-    assert "5.4.0" not in decode_module.StaticDecoder.missing() and "cumulative_length" in \
-        decode_module.StaticDecoder.missing()
+    assert "StaticLayer keeps no cumulative_length" in decode_module.StaticDecoder.missing()
     eager = run(model, tokenizer, Sampling(G, MAX_NEW, decode="eager"))
     with pytest.warns(RuntimeWarning, match="transformers 5.4.0 or later") as caught:
         outs = [run(model, tokenizer, Sampling(G, MAX_NEW, decode=loop)) for loop in ("static", "graphs", "static")]
