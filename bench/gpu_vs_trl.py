@@ -2,7 +2,7 @@
 
     bash bench/gpu_vs_trl.sh                # on a CUDA machine: wheels, versions, then this driver
     bash bench/gpu_vs_trl.sh --only 0.5b    # a second, short call: setup, then the parts named
-    .venv/bin/python bench/gpu_vs_trl.py --smoke   # the same code paths at toy sizes on a CPU (about 70 s of CPU)
+    .venv/bin/python bench/gpu_vs_trl.py --smoke   # the same code paths at toy sizes on a CPU (about 45 s of CPU)
 
 One driver with a deadline (`--budget`, 420 s); every part is a subprocess with its own cap, and a part
 that no longer fits in what is left is printed as skipped. After every part the notes are written again
@@ -70,15 +70,15 @@ SHAPES = {  # the models' own configs (hub config.json), random weights
 }
 SETTINGS = dict(beta=0.04, lr=1e-6)
 # runs: (shape, prompts, G, max_new_tokens); steps: 1 warm-up + the timed ones; at_least: seconds a part
-# needs to be worth starting (else printed as skipped)
 # needs to be worth starting (else printed as skipped); caps: the most seconds each may run. The budget, 420 s
 # of parts, leaves a device call (600 s) room for the wheels, the preflight and the notes (bench/gpu_vs_trl.sh),
 # and 15 minutes of device time room for a second, short call (--only) after the first machine's start.
 GPU = dict(budget=420, runs=[("135m", 16, 8, 256), ("0.5b", 8, 8, 512)], decode=("135m", 16, 8, 256),
            probe=("1.5b", 16, [512, 1024, 2048, 4096, 8192]), steps=4, repeats=50, timed=2,
            caps=dict(setup=90, decode=120, run=110, probe=60), at_least=dict(setup=20, decode=40, run=45, probe=35))
-# --smoke: about 70 s of CPU (most of it imports); the budget leaves room for a machine shared with others
-SMOKE = dict(budget=240, runs=[("toy-qwen", 2, 2, 8)], decode=("toy", 4, 2, 8), probe=("toy-qwen", 4, [8]), steps=2,
+# --smoke: about 45 s of CPU, most of it imports (91 to 146 s on the shared 2-core machine, the latter at load
+# 12-18); the budget leaves room for a machine shared with others
+SMOKE = dict(budget=360, runs=[("toy-qwen", 2, 2, 8)], decode=("toy", 4, 2, 8), probe=("toy-qwen", 4, [8]), steps=2,
              repeats=3, timed=1, caps=dict(setup=150, decode=180, run=200, probe=120),
              at_least=dict(setup=5, decode=5, run=5, probe=5))
 PROMPT_LEN = 8  # "012+345=": every prompt one length, so no padding in either trainer
@@ -604,8 +604,8 @@ def plan_parts(plan: dict, me: list[str], work: Path, device: str, dtype: str, o
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--smoke", action="store_true",
-                        help="toy sizes on the CPU: the same code paths (about 70 s of CPU)")
-    parser.add_argument("--budget", type=float, help="seconds for every part together (default 420; --smoke 240)")
+                        help="toy sizes on the CPU: the same code paths (about 45 s of CPU)")
+    parser.add_argument("--budget", type=float, help="seconds for every part together (default 420; --smoke 360)")
     parser.add_argument("--only", type=lambda s: [w.strip() for w in s.split(",") if w.strip()], default=[],
                         help="the parts whose name holds one of these comma-separated words, after the setup: "
                              "decode, 'ours 135m', 'trl 135m', 'trl 0.5b', 'ours 0.5b', 'probe ours', 'probe trl'; "
