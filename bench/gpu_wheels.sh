@@ -6,13 +6,16 @@
 #   together: transformers 5.23 refuses tokenizers outside 0.23.x and needs regex 2025.10.22 or later.
 # - trl (requirements-trl.txt) and what it needs that the image lacks: datasets (requirements.txt), dill and
 #   multiprocess (named here: neither file pins them; the versions datasets 5.2.0 takes, as in the venv).
-# Left out: what bench/gpu_vs_trl.py and bench/gpu_check.py do not import (streamlit, altair, duckdb,
-# math-verify, gguf; the smoke runs every part without them), and what the image has (torch, numpy,
-# pandas, pyarrow, safetensors, accelerate, huggingface_hub, fsspec, xxhash, pyyaml, tqdm, psutil, typer).
+# - math-verify, latex2sympy2_extended, antlr4-python3-runtime: the demo's correctness reward, which
+#   bench/gpu_check.py trains with (without them the trainer stops at its config check).
+# Left out: what neither script imports (streamlit, altair, duckdb, gguf; gpu_check's dashboard pages
+# are skipped without streamlit, and gpu_vs_trl's smoke runs every part without any of them), and what the
+# image has (torch, numpy, pandas, pyarrow, safetensors, accelerate, huggingface_hub, fsspec, xxhash,
+# pyyaml, tqdm, psutil, sympy, typer).
 # A call carries at most 64 MiB, the repository included: the total is printed, and over 56 MiB this fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-names="transformers tokenizers regex peft datasets trl"
+names="transformers tokenizers regex peft datasets trl math-verify latex2sympy2_extended antlr4-python3-runtime"
 pins=""
 for name in $names; do
   pin=$(grep -hE "^$name==" requirements.txt requirements-trl.txt || true)
