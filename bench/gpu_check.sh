@@ -2,7 +2,8 @@
 # The prepared GPU check: bench/gpu_check.py on a machine with CUDA, bounded to 8 minutes.
 # The GPU image has torch and transformers but not every pin of requirements.txt: wheels that
 # bench/gpu_wheels.sh downloaded into .whl/ (beside a checkout, on a machine with pip) are installed
-# into /tmp/site first. Without CUDA it refuses at once (exit 2).
+# into /tmp/site first and come first on the path; bench/gpu_preflight.py prints the versions and stops
+# within seconds where the decode's static cache cannot run. Without CUDA it refuses at once (exit 2).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -14,6 +15,7 @@ fi
 # the wheels only where there is a GPU: a checkout with .whl/ on a CPU machine still refuses at once
 if compgen -G ".whl/*.whl" >/dev/null; then
   "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-  export PYTHONPATH="$PYTHONPATH:/tmp/site"
+  export PYTHONPATH="/tmp/site:$PYTHONPATH"  # first: the carried transformers replaces the image's own
 fi
+"$PY" bench/gpu_preflight.py
 exec timeout 480 "$PY" bench/gpu_check.py "$@"

@@ -1,11 +1,15 @@
-"""This trainer and TRL 1.16's GRPOTrainer side by side on one GPU, in one call of at most 9 minutes.
+"""This trainer and TRL 1.16's GRPOTrainer side by side on one GPU: about 7 minutes of figures in one call.
 
-    bash bench/gpu_vs_trl.sh                # on a CUDA machine: wheels, then this driver
-    .venv/bin/python bench/gpu_vs_trl.py --smoke   # the same code paths at toy sizes on a CPU (about 50 s of CPU)
+    bash bench/gpu_vs_trl.sh                # on a CUDA machine: wheels, versions, then this driver
+    bash bench/gpu_vs_trl.sh --only 0.5b    # a second, short call: setup, then the parts named
+    .venv/bin/python bench/gpu_vs_trl.py --smoke   # the same code paths at toy sizes on a CPU (about 45 s of CPU)
 
-One driver with a deadline (`--budget`, 540 s); every part is a subprocess with its own cap, and a part
-that no longer fits in what is left is printed as skipped. In order:
-1. setup: versions, the GPU's name, random-weight models saved in bfloat16: SmolLM2-135M's shape (Llama,
+One driver with a deadline (`--budget`, 420 s); every part is a subprocess with its own cap, and a part
+that no longer fits in what is left is printed as skipped. After every part the notes are written again
+(a call killed midway still returns what it measured); a part that fails, or whose figures cannot be read,
+is that part's outcome and the next one runs. In order:
+1. setup: versions, the GPU's name and its measured bf16 matrix-product rate (what MFU is read against),
+   random-weight models saved in bfloat16: SmolLM2-135M's shape (Llama,
    30 layers, vocabulary 49,152) and Qwen2.5-0.5B's (Qwen2, 24 layers, vocabulary 151,936). Their tokenizer
    (one token a character, padded with placeholders to the vocabulary) has its EOS one id past the model's
    vocabulary: no model can sample it, so every row of both trainers decodes exactly max_new_tokens.
@@ -38,10 +42,13 @@ import argparse
 import json
 import math
 import os
+import signal
 import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -63,13 +70,17 @@ SHAPES = {  # the models' own configs (hub config.json), random weights
 }
 SETTINGS = dict(beta=0.04, lr=1e-6)
 # runs: (shape, prompts, G, max_new_tokens); steps: 1 warm-up + the timed ones; at_least: seconds a part
-# needs to be worth starting (else printed as skipped)
-GPU = dict(budget=540, runs=[("135m", 16, 8, 256), ("0.5b", 8, 8, 512)], decode=("135m", 16, 8, 256),
+# needs to be worth starting (else printed as skipped); caps: the most seconds each may run. The budget, 420 s
+# of parts, leaves a device call (600 s) room for the wheels, the preflight and the notes (bench/gpu_vs_trl.sh),
+# and 15 minutes of device time room for a second, short call (--only) after the first machine's start.
+GPU = dict(budget=420, runs=[("135m", 16, 8, 256), ("0.5b", 8, 8, 512)], decode=("135m", 16, 8, 256),
            probe=("1.5b", 16, [512, 1024, 2048, 4096, 8192]), steps=4, repeats=50, timed=2,
-           at_least=dict(setup=20, decode=30, run=40, probe=35))
-# --smoke: about 50 s of CPU (most of it imports); the budget leaves room for a machine shared with others
-SMOKE = dict(budget=240, runs=[("toy-qwen", 2, 2, 8)], decode=("toy", 4, 2, 8), probe=("toy-qwen", 4, [8]), steps=2,
-             repeats=3, timed=1, at_least=dict(setup=5, decode=5, run=5, probe=5))
+           caps=dict(setup=90, decode=120, run=110, probe=60), at_least=dict(setup=20, decode=40, run=45, probe=35))
+# --smoke: about 45 s of CPU, most of it imports (91 to 146 s on the shared 2-core machine, the latter at load
+# 12-18); the budget leaves room for a machine shared with others
+SMOKE = dict(budget=360, runs=[("toy-qwen", 2, 2, 8)], decode=("toy", 4, 2, 8), probe=("toy-qwen", 4, [8]), steps=2,
+             repeats=3, timed=1, caps=dict(setup=150, decode=180, run=200, probe=120),
+             at_least=dict(setup=5, decode=5, run=5, probe=5))
 PROMPT_LEN = 8  # "012+345=": every prompt one length, so no padding in either trainer
 
 
@@ -157,24 +168,26 @@ def sync(device) -> None:
 
 
 def part_setup(a) -> dict:
-    import importlib.metadata
-    import platform
-
     import torch
-    import transformers
 
-    versions = {"python": platform.python_version(), "torch": torch.__version__,
-                "transformers": transformers.__version__}
-    for name in ("trl", "datasets", "dill", "multiprocess", "xxhash", "fsspec", "accelerate"):
-        try:
-            versions[name] = importlib.metadata.version(name)
-        except Exception as exc:  # noqa: BLE001 - a missing package is a figure here, not a failure
-            versions[name] = f"missing ({type(exc).__name__})"
+    from gpu_preflight import versions
+
     device = torch.device(a.device)
     dtype = getattr(torch, a.dtype)
-    out = {"versions": versions, "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+    out = {"versions": versions(), "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
            "cpu_threads": torch.get_num_threads()}
-    for shape in dict.fromkeys(a.shapes.split(",")):
+    if device.type == "cuda":  # the rate MFU is read against: 8192^3 bf16 products, 3 warm-ups, the mean of 10
+        x = torch.randn(8192, 8192, dtype=torch.bfloat16, device=device)
+        for _ in range(3):
+            x @ x
+        sync(device)
+        start = time.perf_counter()
+        for _ in range(10):
+            x @ x
+        sync(device)
+        out["bf16 matmul TFLOP/s"] = round(10 * 2 * 8192 ** 3 / (time.perf_counter() - start) / 1e12, 1)
+        del x
+    for shape in dict.fromkeys(s for s in a.shapes.split(",") if s):
         start = time.perf_counter()
         save_model(shape, Path(a.work) / shape, device, dtype)
         out[f"built {shape} s"] = round(time.perf_counter() - start, 1)
@@ -425,6 +438,24 @@ def part_worker(a) -> None:
 # --- the driver --------------------------------------------------------------------------------------
 
 
+@dataclass
+class Part:
+    """One subprocess of the plan, and where its figures go."""
+
+    name: str  # printed, and what --only matches
+    where: tuple[str, ...]  # the figures' keys it is written under: ("decode",), ("runs", "ours 135m"), ...
+    cmd: list[str]
+    cap: float  # seconds it may run
+    at_least: float  # seconds it needs to be worth starting (else printed as skipped)
+    read: Callable[[str], dict | None] = field(default=lambda stdout: result_of(stdout))  # its figures
+    known: dict = field(default_factory=dict)  # figures known before it runs (shape, rows, tokens)
+    needed: bool = False  # the parts after it cannot run without it (setup: the models)
+
+
+class Stopped(Exception):
+    """The driver was sent SIGTERM (the shell's `timeout`): the part running is written as killed."""
+
+
 class Driver:
     def __init__(self, budget: float, out: Path, env: dict) -> None:
         self.deadline = time.perf_counter() + budget
@@ -457,10 +488,55 @@ class Driver:
         print(f"{name}: {outcome} in {time.perf_counter() - start:.0f} s", flush=True)
         return outcome, stdout
 
+    def play(self, parts: list[Part], figures: dict) -> dict[str, str]:
+        """Each part in turn, the notes written after every one: a call killed midway (the shell's timeout, the
+        device's limit) still returns what it measured. A part that fails, or whose figures cannot be read, is
+        that part's outcome; the next part runs (unless the failed one was `needed`). Returns each outcome."""
+        def stop(signum, _frame):
+            raise Stopped(signal.Signals(signum).name)
+
+        previous = signal.signal(signal.SIGTERM, stop)
+        blocked, outcomes = None, {}
+        try:
+            for part in parts:
+                outcome, got = f"skipped ({blocked} failed)", {}
+                if not blocked:
+                    outcome = "failed to start"
+                    try:
+                        outcome, stdout = self.run(part.name, part.cmd, part.cap, part.at_least)
+                        if not outcome.startswith("skipped"):
+                            got = part.read(stdout) or {}
+                    except Stopped as exc:
+                        place(figures, part.where, {"outcome": f"killed ({exc}) while running", **part.known})
+                        write_notes(self.out, figures)
+                        raise
+                    except Exception as exc:  # noqa: BLE001 - one part's failure, not the driver's
+                        outcome = f"{outcome}; then {type(exc).__name__}: {str(exc)[:200]}"
+                        print(f"{part.name}: {outcome}", flush=True)
+                    if part.needed and outcome != "ok":
+                        blocked = part.name
+                place(figures, part.where, {"outcome": outcome, **part.known, **got})
+                write_notes(self.out, figures)
+                outcomes[part.name] = outcome
+            return outcomes
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def place(figures: dict, where: tuple[str, ...], entry: dict) -> None:
+    """figures[where[0]][where[1]]... = entry, the sections made as needed."""
+    for key in where[:-1]:
+        figures = figures.setdefault(key, {})
+    figures[where[-1]] = entry
+
 
 def result_of(stdout: str) -> dict | None:
     line = next((l for l in reversed(stdout.splitlines()) if l.startswith("RESULT ")), None)
     return json.loads(line[len("RESULT "):]) if line else None
+
+
+def probes_of(stdout: str) -> dict:
+    return {"results": [json.loads(l[len("PROBE "):]) for l in stdout.splitlines() if l.startswith("PROBE ")]}
 
 
 def ours_figures(run_dir: Path) -> dict:
@@ -482,11 +558,58 @@ def ours_figures(run_dir: Path) -> dict:
             "generation tokens/s": mean("perf/generation_tokens_per_s"), "logged mfu": mean("perf/mfu")}
 
 
+def plan_parts(plan: dict, me: list[str], work: Path, device: str, dtype: str, only: list[str]) -> list[Part]:
+    """The parts in order: setup, decode, the side by side (order alternating), the probes; with `only`, the
+    parts whose name holds one of its words, after a setup that builds just the models they read."""
+    caps, need = plan["caps"], plan["at_least"]
+    parts: list[Part] = []
+    shape, prompts, group, tokens = plan["decode"]
+    parts.append(Part("decode", ("decode",), [*me, "--part", "decode", "--shape", shape, "--prompts", str(prompts),
+                                              "--group", str(group), "--tokens", str(tokens)], caps["decode"],
+                      need["decode"], known={"shape": shape, "rows": prompts * group, "tokens": tokens}))
+    for i, (shape, prompts, group, tokens) in enumerate(plan["runs"]):
+        known = {"shape": shape, "rows": prompts * group, "tokens": tokens}
+        for which in (("ours", "trl") if i % 2 == 0 else ("trl", "ours")):
+            name = f"{which} {shape}"
+            if which == "ours":
+                runs, run = work / "runs", f"ours-{shape}-{int(time.time())}"
+                cmd = [sys.executable, "-m", "grpo_lab.trainer", "--runs-dir", str(runs), "--name", run,
+                       "--model", str(work / shape), "--task", str(work / "prompts.jsonl"), "--chat-template", "off",
+                       "--rewards", "bench_vs_trl:reward", "--max-steps", str(plan["steps"]),
+                       "--prompts-per-step", str(prompts), "--group-size", str(group), "--max-new-tokens", str(tokens),
+                       "--passes", "1", "--beta", str(SETTINGS["beta"]), "--lr", str(SETTINGS["lr"]),
+                       "--std-mode", "sample", "--loss-aggregation", "token", "--temperature", "1.0",
+                       "--sft-steps", "0",
+                       "--stop-on", "none", "--dtype", dtype, "--device", device, "--decode", "auto", "--seed", "0"]
+                parts.append(Part(name, ("runs", name), cmd, caps["run"], need["run"],
+                                  read=lambda _stdout, d=runs / run: ours_figures(d), known=known))
+            else:
+                parts.append(Part(name, ("runs", name), [*me, "--part", "trl", "--shape", shape, "--prompts",
+                                                         str(prompts), "--group", str(group), "--tokens", str(tokens)],
+                                  caps["run"], need["run"], known=known))
+    shape, rows, ladder = plan["probe"]
+    for which in ("ours", "trl"):
+        parts.append(Part(f"probe {which} {shape}", ("probes", which),
+                          [*me, "--part", "probe", "--trainer", which, "--shape", shape, "--rows", str(rows),
+                           "--ladder", ",".join(map(str, ladder))],
+                          caps["probe"], need["probe"], read=probes_of, known={"shape": shape, "rows": rows}))
+    if only:
+        parts = [p for p in parts if any(word in p.name for word in only)]
+    shapes = [p.known["shape"] for p in parts if p.where[0] in ("decode", "runs")]
+    setup = Part("setup", ("setup",), [*me, "--part", "setup", "--shapes", ",".join(dict.fromkeys(shapes))],
+                 caps["setup"], need["setup"], needed=True)
+    return [setup, *parts]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--smoke", action="store_true",
-                        help="toy sizes on the CPU: the same code paths (about 50 s of CPU)")
-    parser.add_argument("--budget", type=float, help="seconds for everything (default 540; --smoke 240)")
+                        help="toy sizes on the CPU: the same code paths (about 45 s of CPU)")
+    parser.add_argument("--budget", type=float, help="seconds for every part together (default 420; --smoke 360)")
+    parser.add_argument("--only", type=lambda s: [w.strip() for w in s.split(",") if w.strip()], default=[],
+                        help="the parts whose name holds one of these comma-separated words, after the setup: "
+                             "decode, 'ours 135m', 'trl 135m', 'trl 0.5b', 'ours 0.5b', 'probe ours', 'probe trl'; "
+                             "e.g. --only 0.5b (both 0.5b runs) or --only probe")
     parser.add_argument("--out", default=os.environ.get("OUT") or "/tmp/gpu-vs-trl/out",
                         help="folder for the notes, JSON and log (default: $OUT, else /tmp/gpu-vs-trl/out)")
     for flag in ("--part", "--work", "--device", "--dtype", "--shape", "--shapes", "--trainer"):
@@ -500,81 +623,64 @@ def main() -> int:
         return 0
     plan = SMOKE if a.smoke else GPU
     device, dtype = ("cpu", "float32") if a.smoke else ("cuda", "bfloat16")
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
     work = Path(os.environ.get("GPU_VS_TRL_WORK", "/tmp/gpu-vs-trl"))
-    work.mkdir(parents=True, exist_ok=True)
-    path = os.pathsep.join([str(ROOT), str(ROOT / "bench"), os.environ.get("PYTHONPATH", "")])
-    env = {**os.environ, "PYTHONPATH": path,
-           "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false"}
-    driver = Driver(a.budget or plan["budget"], out, env)
     me = [sys.executable, str(Path(__file__).resolve()), "--work", str(work), "--device", device, "--dtype", dtype,
           "--steps", str(plan["steps"]), "--repeats", str(plan["repeats"]), "--timed", str(plan["timed"])]
-    need = plan["at_least"]
-    figures: dict = {"smoke": a.smoke, "runs": {}, "probes": {}}
-
-    # 1. setup
-    shapes = [plan["decode"][0], *(r[0] for r in plan["runs"])]
-    outcome, stdout = driver.run("setup", [*me, "--part", "setup", "--shapes", ",".join(shapes)], 150, need["setup"])
-    figures["setup"] = result_of(stdout) or {"outcome": outcome}
-    print(json.dumps(figures["setup"], indent=1), flush=True)
-    if outcome != "ok":
-        return finish(driver, figures, plan)
-
-    # 2. decode loops, their output check, the timer's sync cost
-    shape, prompts, group, tokens = plan["decode"]
-    outcome, stdout = driver.run("decode", [*me, "--part", "decode", "--shape", shape, "--prompts", str(prompts),
-                                            "--group", str(group), "--tokens", str(tokens)], 180, need["decode"])
-    figures["decode"] = result_of(stdout) or {"outcome": outcome}
-
-    # 3. the side by side, order alternating
-    for i, (shape, prompts, group, tokens) in enumerate(plan["runs"]):
-        for which in (("ours", "trl") if i % 2 == 0 else ("trl", "ours")):
-            name = f"{which} {shape}"
-            if which == "ours":
-                runs = work / "runs"
-                run = f"ours-{shape}-{int(time.time())}"
-                cmd = [sys.executable, "-m", "grpo_lab.trainer", "--runs-dir", str(runs), "--name", run,
-                       "--model", str(work / shape), "--task", str(work / "prompts.jsonl"), "--chat-template", "off",
-                       "--rewards", "bench_vs_trl:reward", "--max-steps", str(plan["steps"]),
-                       "--prompts-per-step", str(prompts), "--group-size", str(group), "--max-new-tokens", str(tokens),
-                       "--passes", "1", "--beta", str(SETTINGS["beta"]), "--lr", str(SETTINGS["lr"]),
-                       "--std-mode", "sample", "--loss-aggregation", "token", "--temperature", "1.0",
-                       "--sft-steps", "0",
-                       "--stop-on", "none", "--dtype", dtype, "--device", device, "--decode", "auto", "--seed", "0"]
-                outcome, _ = driver.run(name, cmd, 200, need["run"])
-                got = ours_figures(runs / run) if outcome != "skipped (time)" else {}
-            else:
-                outcome, stdout = driver.run(name, [*me, "--part", "trl", "--shape", shape, "--prompts", str(prompts),
-                                                    "--group", str(group), "--tokens", str(tokens)], 200, need["run"])
-                got = result_of(stdout) or {}
-            figures["runs"][name] = {"outcome": outcome, "shape": shape, "rows": prompts * group, "tokens": tokens,
-                                     **got}
-
-    # 4. what each fits of the largest shape
-    shape, rows, ladder = plan["probe"]
-    for which in ("ours", "trl"):
-        cmd = [*me, "--part", "probe", "--trainer", which, "--shape", shape, "--rows", str(rows),
-               "--ladder", ",".join(map(str, ladder))]
-        cap = max(need["probe"], (driver.left() - 10) / (2 if which == "ours" else 1))
-        outcome, stdout = driver.run(f"probe {which} {shape}", cmd, cap, need["probe"])
-        probes = [json.loads(l[6:]) for l in stdout.splitlines() if l.startswith("PROBE ")]
-        figures["probes"][which] = {"outcome": outcome, "shape": shape, "rows": rows, "results": probes}
-    return finish(driver, figures, plan)
+    parts = plan_parts(plan, me, work, device, dtype, a.only)
+    if len(parts) == 1:
+        names = ", ".join(p.name for p in plan_parts(plan, me, work, device, dtype, [])[1:])
+        print(f"gpu_vs_trl: --only: {', '.join(a.only)} names no part (the parts: {names})", file=sys.stderr)
+        return 2
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    work.mkdir(parents=True, exist_ok=True)
+    path = os.pathsep.join([str(ROOT), str(ROOT / "bench"), os.environ.get("PYTHONPATH", "")])
+    env = {**os.environ, "PYTHONPATH": path, "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false"}
+    driver = Driver(a.budget or plan["budget"], out, env)
+    figures: dict = {"smoke": a.smoke, "only": a.only, "runs": {}, "probes": {}}
+    try:
+        outcomes = driver.play(parts, figures)
+    except Stopped as exc:
+        print(f"gpu_vs_trl: stopped by {exc}; the notes hold every part that finished", file=sys.stderr)
+        return 143
+    print("\n" + write_notes(out, figures), flush=True)
+    short = [f"{name} ({outcome})" for name, outcome in outcomes.items() if outcome != "ok"]
+    if short:  # the notes hold what there is; the exit status says it is not everything
+        print(f"gpu_vs_trl: {len(short)} of {len(outcomes)} parts not ok: {'; '.join(short)}", file=sys.stderr)
+    return 1 if short else 0
 
 
-def finish(driver: Driver, figures: dict, plan: dict) -> int:
-    """The table, printed and written to the notes file with the JSON beside it."""
-    from grpo_lab.trainer.perf import peak_flops
+def write_notes(out: Path, figures: dict) -> str:
+    """gpu_vs_trl.json (every figure) and gpu_vs_trl.md (the table) in `out`, as far as the parts have come; the
+    JSON first, so a table that cannot be made still leaves every figure. Returns the Markdown."""
+    (out / "gpu_vs_trl.json").write_text(json.dumps(figures, indent=1, default=str))
+    try:
+        text = table(figures)
+    except Exception as exc:  # noqa: BLE001 - the JSON beside it holds the figures
+        text = f"# gpu_vs_trl\n\nthe table failed ({type(exc).__name__}: {exc}); every figure is in gpu_vs_trl.json\n"
+    (out / "gpu_vs_trl.md").write_text(text)
+    return text
 
-    device = (figures.get("setup") or {}).get("device", "?")
-    peak = peak_flops(device) if device not in ("?", "cpu") else math.nan
-    lines = [f"# gpu_vs_trl {'(smoke, CPU)' if figures['smoke'] else ''} {time.strftime('%Y-%m-%d %H:%M')}", "",
-             f"device: {device}; versions: {json.dumps((figures.get('setup') or {}).get('versions', {}))}", "",
+
+def table(figures: dict) -> str:
+    """The notes in Markdown: one row a run, the ratios, the decode figures and the probes. MFU against the
+    card's measured bf16 matrix-product rate when setup measured it, else its listed peak (trainer/perf.py)."""
+    setup = figures.get("setup") or {}
+    device = setup.get("device", "?")
+    measured = setup.get("bf16 matmul TFLOP/s")
+    peak = measured * 1e12 if measured else math.nan
+    if not measured and device not in ("?", "cpu"):
+        from grpo_lab.trainer.perf import peak_flops  # imports torch: only where it answers
+
+        peak = peak_flops(device)
+    lines = [f"# gpu_vs_trl {'(smoke, CPU)' if figures.get('smoke') else ''} {time.strftime('%Y-%m-%d %H:%M')}", "",
+             f"device: {device}; setup: {setup.get('outcome', 'not run')}; MFU against "
+             + (f"{measured} TFLOP/s measured" if measured else "the listed peak")
+             + f"; versions: {json.dumps(setup.get('versions', {}))}", "",
              "| run | outcome | rows x tokens | s/step (median of timed) | tokens/s | generation | reward "
              "| old_logp+ref "
              "| update | other | peak GB | MFU |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for name, r in figures["runs"].items():
+    for name, r in figures.get("runs", {}).items():
         steps = r.get("step_s") or []
         if not steps:
             lines.append(f"| {name} | {r['outcome']} | {r['rows']} x {r['tokens']} |" + " - |" * 9)
@@ -586,25 +692,22 @@ def finish(driver: Driver, figures: dict, plan: dict) -> int:
         lines.append(f"| {name} | {r['outcome']} | {r['rows']} x {r['tokens']} | {s:.3f} | {tokens / s:.0f} | "
                      + " | ".join(f"{ph[k]:.3f}" for k in ("generation", "reward", "old_logp+ref", "update", "other"))
                      + f" | {r.get('peak_gb', math.nan):.2f} | {mfu:.4f} |")
-    for shape in dict.fromkeys(r["shape"] for r in figures["runs"].values()):
+    for shape in dict.fromkeys(r["shape"] for r in figures.get("runs", {}).values()):
         ours, trl = figures["runs"].get(f"ours {shape}", {}), figures["runs"].get(f"trl {shape}", {})
         if ours.get("step_s") and trl.get("step_s"):
             ratio = statistics.median(ours["step_s"]) / statistics.median(trl["step_s"])
             lines.append(f"\n{shape}: ours / TRL seconds per step = {ratio:.2f}")
     if isinstance(figures.get("decode"), dict):
         lines += ["", "decode (trainer/decode.py): " + json.dumps(figures["decode"])]
-    for which, p in figures["probes"].items():
-        fits = [r for r in p["results"] if r.get("fits")]
+    for which, p in figures.get("probes", {}).items():
+        results = p.get("results", [])
+        fits = [r for r in results if r.get("fits")]
         best = f"{p['rows']} x {fits[-1]['tokens']}" if fits else "none"
         lines.append(f"\nprobe {which} {p['shape']} ({p['outcome']}): largest rows x tokens that fit: {best}; "
                      + "; ".join(f"{r['tokens']}: " + (f"{r['peak_gb']} GB, {r['s']} s" if r.get("fits")
                                                        else "out of memory")
-                                 for r in p["results"]))
-    text = "\n".join(lines) + "\n"
-    print("\n" + text, flush=True)
-    (driver.out / "gpu_vs_trl.md").write_text(text)
-    (driver.out / "gpu_vs_trl.json").write_text(json.dumps(figures, indent=1, default=str))
-    return 0
+                                 for r in results))
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

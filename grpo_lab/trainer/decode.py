@@ -18,7 +18,9 @@ Two loops (`Sampling.decode`, the config option `decode`), the same tokens from 
   every row has ended is asked every CHECK_EVERY tokens (a host sync), not every token. Its shapes
   never change, so on CUDA ("graphs") the one-token step is compiled with
   torch.compile(mode="reduce-overhead"), which captures it as CUDA graphs, once per model and width,
-  and replays it every token of every step after.
+  and replays it every token of every step after. It needs transformers 5.4.0 or later (a static cache
+  layer that keeps its write position, `StaticDecoder.missing`); with an older one the eager loop runs,
+  after one warning.
 On a CPU the static loop is slower than eager (its attention and mask run over the whole rounded cache,
 and no row leaves: CPU time a token, 16 rows x 64 tokens, 7 % more on a 4-layer SmolLM2 shape, 25 % on
 the tiny model), so `auto` keeps eager there. With
@@ -38,7 +40,9 @@ pi_old anyway (rollout.py); this is the sampler's own figure, for comparing the 
 
 from __future__ import annotations
 
+import functools
 import types
+import warnings
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -322,6 +326,30 @@ class StaticDecoder:
 
         return all(type(layer) is StaticLayer for layer in StaticCache(config=model.config, max_cache_len=1).layers)
 
+    @staticmethod
+    @functools.cache
+    def missing() -> str | None:
+        """Why this transformers' static cache cannot hold the static loop, or None when it can.
+
+        `load` writes each layer's keys and values itself and then the layer's write position,
+        `StaticLayer.cumulative_length`: a tensor (so a compiled step reads it without recompiling) that
+        transformers keeps from 5.4.0 on. Before, a layer wrote where a `cache_position` argument said,
+        which this loop does not pass (5.0 to 5.3: AttributeError at the first load).
+
+        >>> StaticDecoder.missing() is None  # the pinned transformers
+        True
+        """
+        import transformers  # noqa: PLC0415
+        from transformers.cache_utils import StaticLayer  # noqa: PLC0415
+
+        try:
+            position = getattr(StaticLayer(max_cache_len=1), "cumulative_length", None)
+        except Exception as exc:  # noqa: BLE001 - a constructor of another signature: the same answer
+            return f"transformers {transformers.__version__}'s StaticLayer(max_cache_len=1) failed: {exc}"
+        if not isinstance(position, torch.Tensor):
+            return f"transformers {transformers.__version__}'s StaticLayer keeps no cumulative_length tensor"
+        return None
+
     def load(self, prompts, copies: int, mask: torch.Tensor) -> None:
         """The prompt's keys and values (a dynamic cache of the N distinct prompts, P tokens) copied to
         their `copies` rows, once; the rest of the cache zeroed; the padding mask of the rows (width, P)."""
@@ -360,17 +388,28 @@ def _one_token(model, cache, ids: torch.Tensor, pos: torch.Tensor, mask: torch.T
     return out.logits[:, -1]
 
 
+@functools.cache
+def _eager_instead(why: str) -> None:
+    """The one warning a process gets when its transformers cannot run the static loop."""
+    warnings.warn(f"decode: the static and graph loops need transformers 5.4.0 or later ({why}); "
+                  "the eager loop decodes instead", RuntimeWarning, stacklevel=5)  # decode_with_logp's caller
+
+
 # model -> {(width, graphs, dtype, device): StaticDecoder}; weak, so a model that goes frees its caches
 _DECODERS: "weakref.WeakKeyDictionary[torch.nn.Module, dict]" = weakref.WeakKeyDictionary()
 
 
 def _static_decoder(model, width: int, needed: int, graphs: bool) -> StaticDecoder | None:
     """The model's StaticDecoder for `width` rows and at least `needed` positions (prompt +
-    max_new_tokens), built when there is none that long; None when the model does not fit one."""
+    max_new_tokens), built when there is none that long; None when the model does not fit one, or this
+    transformers' static cache cannot hold the loop (said once, in a warning: the eager loop runs)."""
     param = next(model.parameters())
     key = (width, graphs, param.dtype, param.device)
     decoder = _DECODERS.get(model, {}).get(key)
     if decoder is None or decoder.length < needed:
+        if StaticDecoder.missing():
+            _eager_instead(StaticDecoder.missing())
+            return None
         if not StaticDecoder.fits(model):
             return None
         length = -(-needed // CACHE_STEP) * CACHE_STEP
