@@ -29,9 +29,10 @@ from tqdm import tqdm
 from grpo_lab.rundir.metrics import registered_name
 from grpo_lab.rundir.layout import NO_SPACE, RunLock, RunPaths, free_reserve, full_disk, make_reserve, write_json_atomic
 from grpo_lab.rundir.status import StatusFile
+from grpo_lab.rundir import trackers
 from grpo_lab.rundir.writer import RunWriter
 from grpo_lab.trainer import checkpoint
-from grpo_lab.trainer.config import Config, ConfigError
+from grpo_lab.trainer.config import Config, ConfigError, report_targets
 from grpo_lab.trainer.preflight import check_run_dir, claim
 from grpo_lab.trainer.distributed import (Dist, NullStatus, NullWriter, launch, rank_log, resume_latest, save_checkpoint,
                                  watch_peers, wrap)
@@ -227,6 +228,9 @@ def prepare(cfg: Config, d: Dist | None = None, tasks: tuple[Task, Task | None] 
         optimizer = make_optimizer(cfg, params)
         writer = (RunWriter(paths, cfg.logging, cfg.flush_seconds, cfg.compact_every) if d.writer
                   else NullWriter(cfg.logging))
+        if d.writer:  # report_to: the trackers get what the writer gets (rank 0 alone: it has every rank's rows)
+            writer = trackers.reporting(writer, report_targets(cfg.report_to), run_dir=paths.root, run_name=cfg.name,
+                                        config=cfg.run_record(), log=log)
         comps = Components(cfg=cfg, device=device, policy=policy, tokenizer=tokenizer, reference=reference,
                            optimizer=optimizer, task=task, reward_fns=reward_fns, writer=writer, log=log,
                            builtin_model=builtin, value_model=value_model, eval_task=eval_task, lock=lock, dist=d)
@@ -297,6 +301,7 @@ def train(cfg: Config, tasks: tuple[Task, Task | None] | None = None) -> int:
         return record_failure(comps, paths, status, run, exc)
     finally:
         peers.set()
+        trackers.end_reporting(comps.writer)  # after a failure too: the trackers keep the steps done
         stop.restore()
         close_log(log)
         if d.writer:
