@@ -6,6 +6,7 @@ it): without it they fail, naming the file, rather than skip."""
 from __future__ import annotations
 
 import importlib
+import json
 import logging
 import math
 import sys
@@ -199,3 +200,38 @@ def test_a_config_file_may_list_the_trackers(tmp_path):
     path.write_text("report_to: [tensorboard, wandb]\n")
     assert load_config(["--config", str(path), "--runs-dir", str(tmp_path)]).report_to == "tensorboard,wandb"
     assert load_config(["--report-to", "trackio", "--runs-dir", str(tmp_path)]).report_to == "trackio"
+
+
+# --- round trips: the run folder -> a tracker -> grpo-lab-import -> a run folder equal to the first ---------
+
+
+def imported(tracked: Path, tracker: str) -> Path:
+    """The tracked run read back from `tracker` by grpo-lab-import (once per tracker and module)."""
+    target = tracked.parent / f"back-{tracker}"
+    if not target.exists():
+        source = {"tensorboard": tracked / "tensorboard", "wandb": tracked / "wandb",
+                  "trackio": Path(sys.modules["trackio"].utils.TRACKIO_DIR)}[tracker]
+        extra = ["--run", f"{PROJECT}/{tracked.name}"] if tracker == "trackio" else []
+        cli = importlib.import_module("grpo_lab.rundir.import")
+        assert cli.main([str(source), "--name", target.name, "--runs-dir", str(tracked.parent), *extra]) == 0
+    return target
+
+
+@pytest.mark.parametrize("tracker", ["tensorboard", "wandb", "trackio"])
+def test_a_run_exported_to_a_tracker_imports_back_equal(tracked, tracker):
+    readers(tracked)  # trackio imported with this module's store
+    back = imported(tracked, tracker)
+    a, b = read_table(tracked, "scalars").set_index("step"), read_table(back, "scalars").set_index("step")
+    assert list(b.index) == list(a.index) and set(b.columns) == set(a.columns)
+    for column in a.columns.drop("time"):  # time: the tracker's own time of the step
+        want = a[column].astype("float32") if tracker == "tensorboard" else a[column]
+        assert np.array_equal(b[column].to_numpy(float), want.to_numpy(float), equal_nan=True), column
+    config = json.loads((back / "config.json").read_text())
+    assert config["name"] == back.name and config["source"] == tracker and config["group_size"] == 4
+    if tracker == "tensorboard":  # no tables in TensorBoard
+        assert read_table(back, "samples").empty
+        return
+    keep = ["step", "group", "prompt_id", "sample_idx", "prompt", "completion", "reward", "advantage",
+            "rewards/correctness", "rewards/length"]
+    want, got = read_table(tracked, "samples")[keep], read_table(back, "samples")[keep]
+    assert got.reset_index(drop=True).equals(want.reset_index(drop=True))
