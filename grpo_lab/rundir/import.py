@@ -3,7 +3,8 @@
 SOURCE is a TRL output folder (completions/completions_<step>.parquet from log_completions=True,
 and trainer_state.json), a verl rollout dump (trainer.rollout_data_dir: <step>.jsonl files), or a
 tracker's log (importers/trackers.py): TensorBoard event files (verl's, OpenRLHF's, this lab's), a
-wandb offline run, a run in a trackio store (--run PROJECT/RUN).
+wandb offline run, a run in a trackio store (--run PROJECT/RUN), or a NeMo-RL log folder
+(train_data_step<N>.jsonl files).
 The run is written into a temporary folder beside the target and renamed at the end; a source
 that cannot be read gets one line naming the file and what was expected, and exit status 2.
 See docs/trl-and-verl.md.
@@ -18,13 +19,13 @@ import sys
 import threading
 from pathlib import Path
 
-from grpo_lab.rundir.importers import trackers, trl, verl
+from grpo_lab.rundir.importers import nemo_rl, trackers, trl, verl
 from grpo_lab.rundir.importers.build import SourceError, build_run
 from grpo_lab.rundir.layout import default_runs_dir
 from grpo_lab.rundir.reader import RunNameError, check_name
 from grpo_lab.objective.options import STD_MODES
 
-FORMATS = ("auto", "trl", "verl", *trackers.KINDS)
+FORMATS = ("auto", "trl", "verl", "nemo-rl", *trackers.KINDS)
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -38,8 +39,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                    help="verl: how the advantages are recomputed (sample: N-1 std, as verl's GRPO; group: 1/G, "
                         "the chapter). TRL: recorded only (TRL's own advantages are kept); sample is TRL's default")
     p.add_argument("--group-size", type=int, default=None,
-                   help="TRL: num_generations; verl: rollout.n, for a dump without uid (default: inferred from "
-                        "how often each prompt appears)")
+                   help="TRL: num_generations; verl: rollout.n, for a dump without uid; NeMo-RL: "
+                        "num_generations_per_prompt (default: inferred from how often each prompt appears)")
     p.add_argument("--reward-weights", default="",
                    help="TRL: reward_weights as name=weight,... for the total reward column (default: read back "
                         "from the run's logged reward; the import asks for this option when it cannot be)")
@@ -91,8 +92,8 @@ def run(argv: list[str] | None) -> int:
             raise SourceError(f"--group-size {args.group_size}: must be >= 1")
         kind = args.format
         if kind == "auto":
-            kind = ("trl" if trl.looks_like(source) else "verl" if verl.looks_like(source) else
-                    trackers.looks_like(source))
+            kind = ("trl" if trl.looks_like(source) else "nemo-rl" if nemo_rl.looks_like(source) else
+                    "verl" if verl.looks_like(source) else trackers.looks_like(source))
         if kind is None:
             raise SourceError(f"{source}: expected a TRL output folder (completions/completions_<step>.parquet, "
                               "trainer_state.json), a verl rollout dump (<step>.jsonl files) or a tracker's log "
@@ -101,6 +102,9 @@ def run(argv: list[str] | None) -> int:
             logged = trackers.read(kind, source, args.run)  # read before the run folder exists
             fill = lambda paths: trackers.convert(logged, paths, name=args.name, kind=kind,  # noqa: E731
                                                   source=source)
+        elif kind == "nemo-rl":
+            fill = lambda paths: nemo_rl.convert(source, paths, name=args.name,  # noqa: E731
+                                                 group_size=args.group_size)
         elif kind == "trl":
             w = weights(args.reward_weights)
             fill = lambda paths: trl.convert(source, paths, name=args.name, std_mode=args.std_mode,  # noqa: E731
