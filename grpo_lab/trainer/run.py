@@ -157,6 +157,7 @@ def release(comps: Components) -> None:
     """Undo `prepare` for a caller that stepped the components itself (a benchmark, a test): the
     writer's last rows, the log's files and the run's lock."""
     comps.writer.close()
+    trackers.end_reporting(comps.writer)
     close_log(comps.log)
     if comps.lock is not None:
         comps.lock.release()
@@ -228,9 +229,6 @@ def prepare(cfg: Config, d: Dist | None = None, tasks: tuple[Task, Task | None] 
         optimizer = make_optimizer(cfg, params)
         writer = (RunWriter(paths, cfg.logging, cfg.flush_seconds, cfg.compact_every) if d.writer
                   else NullWriter(cfg.logging))
-        if d.writer:  # report_to: the trackers get what the writer gets (rank 0 alone: it has every rank's rows)
-            writer = trackers.reporting(writer, report_targets(cfg.report_to), run_dir=paths.root, run_name=cfg.name,
-                                        config=cfg.run_record(), log=log)
         comps = Components(cfg=cfg, device=device, policy=policy, tokenizer=tokenizer, reference=reference,
                            optimizer=optimizer, task=task, reward_fns=reward_fns, writer=writer, log=log,
                            builtin_model=builtin, value_model=value_model, eval_task=eval_task, lock=lock, dist=d)
@@ -245,6 +243,9 @@ def prepare(cfg: Config, d: Dist | None = None, tasks: tuple[Task, Task | None] 
             writer.truncate_after(done)
             first_step = done + 1
             log.info("resuming %s after step %d", cfg.name, done)
+        if d.writer:  # report_to: the trackers get what the writer gets (rank 0 alone: it has every rank's rows)
+            comps.writer = trackers.reporting(writer, report_targets(cfg.report_to), run_dir=paths.root,
+                                              run_name=cfg.name, config=cfg.run_record(), log=log)
     except Exception as exc:  # the run exists: its status says why it ended, rather than "killed?"
         if d.writer:
             error, _ = disk_note(paths, exc, f"{type(exc).__name__}: {exc}")
@@ -301,7 +302,7 @@ def train(cfg: Config, tasks: tuple[Task, Task | None] | None = None) -> int:
         return record_failure(comps, paths, status, run, exc)
     finally:
         peers.set()
-        trackers.end_reporting(comps.writer)  # after a failure too: the trackers keep the steps done
+        trackers.end_reporting(comps.writer)  # status.json is final, so a slow tracker holds nothing; a failure too
         stop.restore()
         close_log(log)
         if d.writer:

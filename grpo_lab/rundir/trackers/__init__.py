@@ -27,7 +27,7 @@ from typing import Any, Protocol
 TABLE_COLUMNS = ("step", "group", "prompt_id", "sample_idx", "prompt", "completion", "reward", "advantage")
 INSTALL = "pip install -r requirements-trackers.txt"
 QUEUE_ROWS = 1024  # rows a tracker may fall behind by before the next ones are dropped for it
-CLOSE_SECONDS = 60.0  # at the end, how long the run waits for a tracker to write what it was given
+CLOSE_SECONDS = 30.0  # at the end (status.json final already), how long a tracker may take to write what it has
 
 
 class Sink(Protocol):
@@ -185,8 +185,7 @@ class ReportingWriter:
         self.reporter.send(table, columns)
 
     def close(self) -> None:
-        self.writer.close()
-        self.reporter.close()
+        self.writer.close()  # the trackers end in end_reporting, once the run's status is final
 
 
 def reporting(writer, targets: tuple[str, ...], *, run_dir: Path, run_name: str, config: dict[str, Any],
@@ -199,6 +198,7 @@ def reporting(writer, targets: tuple[str, ...], *, run_dir: Path, run_name: str,
 
 
 def end_reporting(writer) -> None:
-    """The trackers' end where the run ends without closing its writer (a failure): their rows so far."""
+    """The trackers' end, after the run's own (its status final, finished or failed): what they were given
+    written, each within CLOSE_SECONDS. Nothing for a writer without trackers; a second call does nothing."""
     if isinstance(writer, ReportingWriter):
         writer.reporter.close()
