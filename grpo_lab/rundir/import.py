@@ -3,8 +3,8 @@
 SOURCE is a TRL output folder (completions/completions_<step>.parquet from log_completions=True,
 and trainer_state.json), a verl rollout dump (trainer.rollout_data_dir: <step>.jsonl files), or a
 tracker's log (importers/trackers.py): TensorBoard event files (verl's, OpenRLHF's, this lab's), a
-wandb offline run, a run in a trackio store (--run PROJECT/RUN), or a NeMo-RL log folder
-(train_data_step<N>.jsonl files).
+wandb offline run, a run in a trackio store (--run PROJECT/RUN), a NeMo-RL log folder
+(train_data_step<N>.jsonl files) or a prime-rl output folder (rollouts/step_<N>/train/*/traces.jsonl).
 The run is written into a temporary folder beside the target and renamed at the end; a source
 that cannot be read gets one line naming the file and what was expected, and exit status 2.
 See docs/trl-and-verl.md.
@@ -19,13 +19,13 @@ import sys
 import threading
 from pathlib import Path
 
-from grpo_lab.rundir.importers import nemo_rl, trackers, trl, verl
+from grpo_lab.rundir.importers import nemo_rl, prime_rl, trackers, trl, verl
 from grpo_lab.rundir.importers.build import SourceError, build_run
 from grpo_lab.rundir.layout import default_runs_dir
 from grpo_lab.rundir.reader import RunNameError, check_name
 from grpo_lab.objective.options import STD_MODES
 
-FORMATS = ("auto", "trl", "verl", "nemo-rl", *trackers.KINDS)
+FORMATS = ("auto", "trl", "verl", "nemo-rl", "prime-rl", *trackers.KINDS)
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -93,7 +93,8 @@ def run(argv: list[str] | None) -> int:
         kind = args.format
         if kind == "auto":
             kind = ("trl" if trl.looks_like(source) else "nemo-rl" if nemo_rl.looks_like(source) else
-                    "verl" if verl.looks_like(source) else trackers.looks_like(source))
+                    "prime-rl" if prime_rl.looks_like(source) else "verl" if verl.looks_like(source) else
+                    trackers.looks_like(source))
         if kind is None:
             raise SourceError(f"{source}: expected a TRL output folder (completions/completions_<step>.parquet, "
                               "trainer_state.json), a verl rollout dump (<step>.jsonl files) or a tracker's log "
@@ -105,6 +106,9 @@ def run(argv: list[str] | None) -> int:
         elif kind == "nemo-rl":
             fill = lambda paths: nemo_rl.convert(source, paths, name=args.name,  # noqa: E731
                                                  group_size=args.group_size)
+        elif kind == "prime-rl":
+            fill = lambda paths: prime_rl.convert(source, paths, name=args.name,  # noqa: E731
+                                                  group_size=args.group_size)
         elif kind == "trl":
             w = weights(args.reward_weights)
             fill = lambda paths: trl.convert(source, paths, name=args.name, std_mode=args.std_mode,  # noqa: E731

@@ -30,7 +30,6 @@ import pyarrow as pa
 import torch
 
 from grpo_lab.objective import mismatch
-from grpo_lab.objective.functions import group_advantages
 from grpo_lab.rundir.importers import limits, samples, verl
 from grpo_lab.rundir.importers.build import SourceError, finish, open_writer, scalar_row
 
@@ -142,12 +141,8 @@ def convert(source: Path, paths, *, name: str, group_size: int | None = None) ->
         ordered = [rows[i] for i in order]
         reward = [math.nan if r["rewards"] is None else r["rewards"] for r in ordered]
         adv = [advantage(r) for r in ordered]
-        width = max(len(m) for m in members)  # frac_zero_std over the groups, as verl's importer counts it
-        scores = torch.full((len(members), width), math.nan, dtype=torch.float64)
-        for g, m in enumerate(members):
-            scores[g, :len(m)] = torch.tensor([math.nan if rows[i]["rewards"] is None else rows[i]["rewards"]
-                                               for i in m], dtype=torch.float64)
-        zero_std = group_advantages(scores, "sample").zero_std.float().mean().item()
+        zero_std = verl.frac_zero_std([[math.nan if rows[i]["rewards"] is None else rows[i]["rewards"] for i in m]
+                                       for m in members])
         figures, per_sample = sampler_figures(ordered)
         cols = samples.columns(step=step, group=[g for g, m in enumerate(members) for _ in m],
                                sample_idx=[k for m in members for k in range(len(m))],

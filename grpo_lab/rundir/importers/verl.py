@@ -198,3 +198,16 @@ def step_metrics(reward: list[float], advantage: list[float], frac_zero_std: flo
         out.update({"reward/mean": scored.mean().item(), "reward/std": scored.std(correction=0).item(),
                     "reward/min": scored.min().item(), "reward/max": scored.max().item()})
     return out
+
+
+def frac_zero_std(rewards: list[list[float]]) -> float:
+    """The share of groups whose rewards have no spread (NaN: not scored, left out), as convert counts it.
+
+    >>> frac_zero_std([[1.0, 1.0, 1.0], [1.0, 0.0, 0.0]])
+    0.5
+    """
+    width = max(len(g) for g in rewards)
+    scores = torch.full((len(rewards), width), math.nan, dtype=torch.float64)
+    for g, values in enumerate(rewards):
+        scores[g, :len(values)] = torch.tensor(values, dtype=torch.float64)
+    return group_advantages(scores, "sample").zero_std.float().mean().item()
