@@ -74,8 +74,8 @@ def test_the_sampler_and_trainer_log_probs_give_the_mismatch_figures(logs, tmp_p
     run = tmp_path / "runs" / "nemo"
     scalars = read_table(run, "scalars").set_index("step")
     rows = steps[1]
-    delta = np.array([[p - g for p, g, m in zip(r["prev_logprobs"], r["generation_logprobs"], r["token_loss_mask"]) if m]
-                      for r in rows])
+    delta = np.array([[p - g for p, g, m in zip(r["prev_logprobs"], r["generation_logprobs"], r["token_loss_mask"])
+                       if m] for r in rows])
     w = np.exp(delta)
     # objective/mismatch.py works in float32, as in the trainer: w - 1 - log w of small gaps keeps 4 digits
     assert math.isclose(scalars.loc[1, "mismatch/kl"], float((w - 1 - delta).mean()), rel_tol=1e-4)

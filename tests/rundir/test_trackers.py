@@ -118,7 +118,8 @@ def test_a_failing_and_a_missing_tracker_leave_the_run_finished_and_complete(tmp
 
     monkeypatch.setattr(tensorboard_files.TensorBoardSink, "scalars", breaks)
     monkeypatch.setitem(sys.modules, "wandb", None)  # `import wandb` raises ImportError
-    assert train(from_dict({**BASE, "runs_dir": str(tmp_path), "name": "planted", "report_to": "tensorboard,wandb"})) == 0
+    assert train(from_dict({**BASE, "runs_dir": str(tmp_path), "name": "planted",
+                            "report_to": "tensorboard,wandb"})) == 0
     run = tmp_path / "planted"
     assert '"state": "finished"' in (run / "status.json").read_text().replace("'", '"')
     assert read_table(run, "scalars")["step"].tolist() == [1, 2]

@@ -42,7 +42,8 @@ def step_files(source: Path) -> list[tuple[int, Path]]:
         entries = list(os.scandir(source))
     except OSError as exc:
         raise SourceError(f"{source}: cannot be listed ({exc.strerror})") from None
-    found = [(limits.step_number(m.group(1), Path(e.path)), Path(e.path)) for e in entries if (m := FILE.fullmatch(e.name))]
+    found = [(limits.step_number(m.group(1), Path(e.path)), Path(e.path))
+             for e in entries if (m := FILE.fullmatch(e.name))]
     return limits.unique_steps(found)
 
 
