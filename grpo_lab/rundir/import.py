@@ -45,6 +45,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                    help="TRL: reward_weights as name=weight,... for the total reward column (default: read back "
                         "from the run's logged reward; the import asks for this option when it cannot be)")
     p.add_argument("--run", default=None, help="trackio: the run as PROJECT/RUN in the store SOURCE")
+    p.add_argument("--tensorboard", default=None, metavar="DIR",
+                   help="verl: the run's TensorBoard folder (trainer.logger=tensorboard: tensorboard_log/<project>/"
+                        "<experiment>), whose scalars join the dump's steps: rollout_corr/* as mismatch/*, losses, "
+                        "entropy, lengths (docs/trl-and-verl.md)")
     return p.parse_args(argv)
 
 
@@ -99,6 +103,8 @@ def run(argv: list[str] | None) -> int:
             raise SourceError(f"{source}: expected a TRL output folder (completions/completions_<step>.parquet, "
                               "trainer_state.json), a verl rollout dump (<step>.jsonl files) or a tracker's log "
                               "(events.out.tfevents.*, a wandb offline run, a trackio store)")
+        if args.tensorboard and kind != "verl":
+            raise SourceError(f"--tensorboard {args.tensorboard}: joins a verl rollout dump's steps; SOURCE is {kind}")
         if kind in trackers.KINDS:
             logged = trackers.read(kind, source, args.run)  # read before the run folder exists
             fill = lambda paths: trackers.convert(logged, paths, name=args.name, kind=kind,  # noqa: E731
@@ -114,8 +120,9 @@ def run(argv: list[str] | None) -> int:
             fill = lambda paths: trl.convert(source, paths, name=args.name, std_mode=args.std_mode,  # noqa: E731
                                              group_size=args.group_size, reward_weights=w)
         else:
+            scalars = trackers.scalars_by_step("tensorboard", Path(args.tensorboard)) if args.tensorboard else None
             fill = lambda paths: verl.convert(source, paths, name=args.name, std_mode=args.std_mode,  # noqa: E731
-                                              group_size=args.group_size)
+                                              group_size=args.group_size, logged=scalars)
         target = build_run(runs_dir, args.name, fill)
     except (SourceError, RunNameError) as exc:
         print(f"error: {exc}", file=sys.stderr)

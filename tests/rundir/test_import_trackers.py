@@ -90,3 +90,27 @@ def test_every_mapped_name_is_registered_and_in_the_docs():
         for theirs, ours in table.items():
             assert metrics.registered_name(ours) is not None, ours
             assert f"| `{theirs}` | `{ours}` |" in doc, f"{framework}: {theirs}"
+
+
+def test_a_verl_dump_with_its_tensorboard_folder_is_one_run_with_the_mismatch_figures(tmp_path):
+    dump = tmp_path / "rollouts"
+    dump.mkdir()
+    for step in (1, 2):
+        rows = [{"input": "2+2=", "output": out, "score": score, "step": step, "uid": "a"}
+                for out, score in (("4", 1.0), ("5", 0.0))]
+        (dump / f"{step}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    board = event_files(tmp_path / "tensorboard_log" / "p" / "e", VERL)
+    assert cli.main([str(dump), "--name", "verl", "--runs-dir", str(tmp_path / "runs"),
+                     "--tensorboard", str(board)]) == 0
+    run = tmp_path / "runs" / "verl"
+    scalars = read_table(run, "scalars").set_index("step")
+    assert scalars.loc[2, "mismatch/kl"] == np.float32(0.004) and scalars.loc[1, "loss/policy"] == np.float32(-0.01)
+    assert scalars["reward/mean"].tolist() == [0.5, 0.5]  # the dump's own (critic/score/mean said 0.25, 0.5)
+    assert read_table(run, "samples")["completion"].tolist() == ["4", "5", "4", "5"]
+
+
+def test_tensorboard_joins_only_a_verl_dump(tmp_path, capsys):
+    board = event_files(tmp_path / "tb", VERL)
+    assert cli.main([str(board), "--name", "x", "--runs-dir", str(tmp_path / "runs"),
+                     "--tensorboard", str(board)]) == 2
+    assert "--tensorboard" in capsys.readouterr().err and not (tmp_path / "runs" / "x").exists()

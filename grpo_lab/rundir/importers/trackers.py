@@ -63,6 +63,14 @@ def looks_like(source: Path) -> str | None:
     return None
 
 
+def scalars_by_step(kind: str, source: Path) -> dict[int, dict[str, float]]:
+    """A tracker's scalars under our names, by step, to join to a rollout dump's (verl's --tensorboard)."""
+    logged = read(kind, source, None)
+    framework = tracker_names.framework({n for values in logged.scalars.values() for n in values})
+    return {step: {tracker_names.ours(n, framework): v for n, v in values.items()}
+            for step, values in logged.scalars.items()}
+
+
 def convert(logged: Logged, paths: RunPaths, *, name: str, kind: str, source: Path) -> None:
     steps = sorted(logged.scalars)
     framework = tracker_names.framework({n for values in logged.scalars.values() for n in values})
