@@ -35,7 +35,7 @@ PARALLEL := -n 4 --dist loadgroup --no-loadscope-reorder
 PYTEST := env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest
 
 test: $(STAMP) system-deps
-	$(PY) -m pip install -q -r requirements-trl.txt
+	$(PY) -m pip install -q -r requirements-trl.txt -r requirements-trackers.txt
 	bash scripts/get-smollm2.sh --install-only
 	$(PYTEST) -q $(PARALLEL) --durations=20
 

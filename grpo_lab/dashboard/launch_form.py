@@ -15,7 +15,7 @@ from grpo_lab.dashboard.i18n import per_language, t
 MAIN = ["algo", "rewards", "group_size", "epsilon", "beta", "lr", "max_steps", "passes", "seed", "name"]
 MORE = ["prompts_per_step", "sft_steps", "max_new_tokens", "temperature", "std_mode", "loss_aggregation",
         "epsilon_high", "eval_fraction", "eval_every", "measure_kl", "tools", "environment", "max_tool_calls",
-        "mismatch_correction", "mismatch_cap", "mismatch_cap_min", "decode"]
+        "mismatch_correction", "mismatch_cap", "mismatch_cap_min", "decode", "report_to"]
 
 
 def demo_values(runs_dir: Path) -> dict[str, Any]:

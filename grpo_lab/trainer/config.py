@@ -50,6 +50,7 @@ BUILTIN_TOOLS = ("calculator", "python")  # grpo_lab/tools/registry.py BUILTIN
 DECODE_MODES = ("auto", "eager", "static", "graphs")
 DATA_FIELDS = ("prompt", "answer", "tests", "system", "id")  # the `columns` mapping's meaningful keys
 TEXT_MAPPINGS = ("columns",)  # dict options whose values are names, not numbers
+COMMA_LISTS = ("report_to",)  # text options a config file may also give as a list of names
 JSON_MAPPINGS = ("reward_params",)  # dict options of mappings: JSON on the command line (a name=weight list was read)
 
 
@@ -60,7 +61,24 @@ JSON_MAPPINGS = ("reward_params",)  # dict options of mappings: JSON on the comm
 # fork (--fork-from RUN --fork-step S) trains with it changed.
 RESUMABLE = ("name", "runs_dir", "resume", "max_steps", "device", "strategy", "collective_timeout", "decode",
              "gradient_checkpointing", "flush_seconds", "compact_every", "checkpoint_every", "keep_checkpoints",
-             "stop_on", "token_detail_groups")
+             "stop_on", "token_detail_groups", "report_to", "keep_every", "checkpoint_budget_gb")
+
+
+TRACKERS = ("tensorboard", "wandb", "trackio")  # report_to's names (grpo_lab/rundir/trackers/)
+
+
+def report_targets(text: str) -> tuple[str, ...] | None:
+    """report_to as the trackers it names, in order, once each; None where a name is not one of TRACKERS.
+
+    >>> report_targets("wandb, tensorboard,wandb"), report_targets("none"), report_targets("all"), report_targets("mlflow")
+    (('wandb', 'tensorboard'), (), ('tensorboard', 'wandb', 'trackio'), None)
+    """
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if names in ([], ["none"]):
+        return ()
+    if names == ["all"]:  # TRL's "all": every tracker it knows
+        return TRACKERS
+    return tuple(dict.fromkeys(names)) if all(n in TRACKERS for n in names) else None
 
 
 class ConfigError(ValueError):
@@ -263,6 +281,12 @@ class Config:
     stop_on: str = _opt("critical", "Stop the run at a run-doctor finding of this severity or worse (none, warning, "
                         "critical); the last checkpoint before it is kept. Findings: the events table.",
                         choices=("none", "warning", "critical"))
+    report_to: str = _opt("none", "Also send the run to trackers, a comma list (TRL's report_to): tensorboard (event "
+                          "files in the run folder's tensorboard/), wandb (offline unless WANDB_MODE or "
+                          "WANDB_API_KEY is set), trackio (its local store); none: the run folder only. Every "
+                          "scalar under its registered name, the config once, a completions table per step (wandb, "
+                          "trackio). A missing, failing or slow tracker warns once and never stops training "
+                          "(pip install -r requirements-trackers.txt).")
 
     def validate(self, world: int | None = None) -> "Config":
         """Every option checked once; `world` is the number of processes that will train (default:
@@ -312,6 +336,8 @@ class Config:
         # "calc 999+999=1998" and EOS: a shorter budget cuts the calls or their results
         need(not (self.task == "big_arithmetic" and self.tools) or (self.max_new_tokens or 0) >= 18, "max_new_tokens",
              "must be at least 18 for big_arithmetic with tools (room for 'calc 999+999=1998' and EOS)")
+        need(report_targets(self.report_to) is not None, "report_to",
+             f"must be none or a comma list of {', '.join(TRACKERS)}")
         world = launched_world_size() if world is None else world
         if world > 1:  # launched on several processes: what that needs, and what is one-process only for now
             need(self.prompts_per_step % world == 0, "prompts_per_step",
@@ -535,6 +561,8 @@ def _coerce(name: str, hint: Any, value: Any) -> Any:
             if not isinstance(value, dict):
                 raise ValueError
             return _typed_mapping(name, value)
+        if name in COMMA_LISTS and isinstance(value, list) and all(isinstance(v, str) for v in value):
+            return ",".join(value)  # a config file's YAML list, as TRL's report_to takes one
         if not isinstance(value, str):  # a name, a path, a prompt: text; a YAML 001 or yes is quoted
             raise ValueError
         return value

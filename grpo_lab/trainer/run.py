@@ -29,9 +29,10 @@ from tqdm import tqdm
 from grpo_lab.rundir.metrics import registered_name
 from grpo_lab.rundir.layout import NO_SPACE, RunLock, RunPaths, free_reserve, full_disk, make_reserve, write_json_atomic
 from grpo_lab.rundir.status import StatusFile
+from grpo_lab.rundir import trackers
 from grpo_lab.rundir.writer import RunWriter
 from grpo_lab.trainer import checkpoint, fork
-from grpo_lab.trainer.config import Config, ConfigError
+from grpo_lab.trainer.config import Config, ConfigError, report_targets
 from grpo_lab.trainer.preflight import check_run_dir, claim
 from grpo_lab.trainer.distributed import (Dist, NullStatus, NullWriter, launch, rank_log, resume_latest, save_checkpoint,
                                  watch_peers, wrap)
@@ -156,6 +157,7 @@ def release(comps: Components) -> None:
     """Undo `prepare` for a caller that stepped the components itself (a benchmark, a test): the
     writer's last rows, the log's files and the run's lock."""
     comps.writer.close()
+    trackers.end_reporting(comps.writer)
     close_log(comps.log)
     if comps.lock is not None:
         comps.lock.release()
@@ -251,6 +253,9 @@ def prepare(cfg: Config, d: Dist | None = None, tasks: tuple[Task, Task | None] 
                 fork.retune(optimizer, cfg)
             else:
                 log.info("resuming %s after step %d", cfg.name, done)
+        if d.writer:  # report_to: the trackers get what the writer gets (rank 0 alone: it has every rank's rows)
+            comps.writer = trackers.reporting(writer, report_targets(cfg.report_to), run_dir=paths.root,
+                                              run_name=cfg.name, config=cfg.run_record(), log=log)
     except Exception as exc:  # the run exists: its status says why it ended, rather than "killed?"
         if d.writer:
             error, _ = disk_note(paths, exc, f"{type(exc).__name__}: {exc}")
@@ -307,6 +312,7 @@ def train(cfg: Config, tasks: tuple[Task, Task | None] | None = None) -> int:
         return record_failure(comps, paths, status, run, exc)
     finally:
         peers.set()
+        trackers.end_reporting(comps.writer)  # status.json is final, so a slow tracker holds nothing; a failure too
         stop.restore()
         close_log(log)
         if d.writer:

@@ -137,7 +137,10 @@ def _by_key(rows: list[dict[str, Any]], key: str) -> list[list[int]]:
     return list(order.values())
 
 
-def convert(source: Path, paths: RunPaths, *, name: str, std_mode: str, group_size: int | None = None) -> None:
+def convert(source: Path, paths: RunPaths, *, name: str, std_mode: str, group_size: int | None = None,
+            logged: dict[int, dict[str, float]] | None = None) -> None:
+    """`logged`: the run's tracker scalars by step, under our names (importers/trackers.py), joined to the
+    dump's steps; where both have a figure the dump's own wins (reward/*, advantage/*: computed from its rows)."""
     files = step_files(source)
     if not files:
         raise SourceError(f"{source}: expected verl's rollout dump: <step>.jsonl files (trainer.rollout_data_dir)")
@@ -168,8 +171,8 @@ def convert(source: Path, paths: RunPaths, *, name: str, std_mode: str, group_si
             step=step, group=[g for g, _, _ in flat], sample_idx=[k for _, k, _ in flat],
             prompt=[r["input"] for r in ordered], completion=[r["output"] for r in ordered],
             reward=reward, advantage=advantage, extra=extra, answer=answer))
-        writer.log("scalars", scalar_row(step, path.stat().st_mtime, start,
-                                         step_metrics(reward, advantage, result.zero_std.float().mean().item())))
+        own = step_metrics(reward, advantage, result.zero_std.float().mean().item())
+        writer.log("scalars", scalar_row(step, path.stat().st_mtime, start, {**(logged or {}).get(step, {}), **own}))
         writer.flush()
     writer.close()
 
@@ -198,3 +201,16 @@ def step_metrics(reward: list[float], advantage: list[float], frac_zero_std: flo
         out.update({"reward/mean": scored.mean().item(), "reward/std": scored.std(correction=0).item(),
                     "reward/min": scored.min().item(), "reward/max": scored.max().item()})
     return out
+
+
+def frac_zero_std(rewards: list[list[float]]) -> float:
+    """The share of groups whose rewards have no spread (NaN: not scored, left out), as convert counts it.
+
+    >>> frac_zero_std([[1.0, 1.0, 1.0], [1.0, 0.0, 0.0]])
+    0.5
+    """
+    width = max(len(g) for g in rewards)
+    scores = torch.full((len(rewards), width), math.nan, dtype=torch.float64)
+    for g, values in enumerate(rewards):
+        scores[g, :len(values)] = torch.tensor(values, dtype=torch.float64)
+    return group_advantages(scores, "sample").zero_std.float().mean().item()

@@ -170,12 +170,12 @@ def test_compares_band_says_what_it_is_and_stays_inside_the_rewards_range(served
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_the_launch_forms_more_options_has_tools_environment_budget_mismatch_and_sampling_loop(served, page, lang):
+def test_the_launch_forms_more_options_has_tools_budget_mismatch_sampling_loop_and_trackers(served, page, lang):
     url, _ = served
     words = open_page(page, url, lang, locale("zh")["nav.runs"])
     open_expander(page, words["runs.start_expander"])
     more = open_expander(page, words["launch.more"])
-    for name in ("tools", "environment", "max_tool_calls", "mismatch_correction", "decode"):
+    for name in ("tools", "environment", "max_tool_calls", "mismatch_correction", "decode", "report_to"):
         expect(more.get_by_label(words[f"option.{name}.label"], exact=True)).to_be_visible()
     assert_page_whole(page, chinese=lang == "zh")
 
