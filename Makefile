@@ -43,5 +43,5 @@ test: $(STAMP) system-deps
 # start no trainer (tests marked slow, browser or smollm2 are left out; see pytest.ini). CI runs `make test`.
 # Two workers: these tests are CPU-bound (no trainer to wait on), one a core.
 test-fast: $(STAMP)
-	$(PY) -m pip install -q -r requirements-trl.txt
+	$(PY) -m pip install -q -r requirements-trl.txt -r requirements-trackers.txt
 	$(PYTEST) -q -n 2 --dist loadgroup --no-loadscope-reorder -m "not slow and not browser and not smollm2"
