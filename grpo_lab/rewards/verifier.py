@@ -14,8 +14,9 @@ worked solution or a GSM8K "... #### 72" gold is reduced to its answer.
   `14{,}916`, `1 000`, with a unit or `%` allowed and ignored, as before). Decided here only
   where math-verify would say the same: equal values are right; different integers or
   fractions are wrong; decimals closer than 10^-float_rounding go to math-verify's rounding.
-- `no answer`: nothing in the answer could hold a number (a number gold), or no marked answer
-  in strict mode: 0, decided here.
+- `no answer`: nothing in the answer could hold a number (a number gold), its last number is run
+  into letters ("1r2r", "7r": math-verify would read the first digits and score a cut-off
+  completion right), or no marked answer in strict mode: 0, decided here.
 - `math-verify`: everything else (expressions, equations, intervals, sets, matrices, LaTeX
   shorthand such as `\\frac13`), judged in a child process under a time limit
   (grpo_lab/rewards/math_verify_pool.py).
@@ -69,6 +70,8 @@ _LATEX_MARKUP = re.compile(r"[\\^_{}]")
 _NUMBER_LIKE = re.compile(r"[-+]?[$€£]?\d+(?:[ ,.]\d+)*%?")  # "1 000", "1000,99" (not "2, 3")
 _WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}")
 _MATH_WORDS = {"pi", "e", "i", "sqrt"}  # after a number these are maths, not a unit
+# The last number of an answer and the letters touching it: "1r2r" -> ("r", "2", "r")
+_LAST_NUMBER = re.compile(r"([A-Za-z]*)(\d+(?:[.,]\d+)*)([A-Za-z]*)(?!.*\d)", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -209,6 +212,30 @@ def _compare(answer: _Number, gold: _Number, float_rounding: int) -> bool | None
     if abs(answer.value - gold.value) > Fraction(1, 10**float_rounding):
         return False  # too far apart to round to the same float_rounding decimals
     return None
+
+
+def run_into_letters(text: str) -> str | None:
+    """The last number with the letters it touches, when there are any ("r2r"), else None.
+
+    A number gold wants a number; "1r2r" (a completion cut at max_new_tokens) is none, yet
+    math-verify reads the text's first digits ("1") and `extract_number` the last number standing
+    alone ("1" again): either rewards the cut-off text when the gold is 1. A unit ("5 cm", "5cm")
+    or a maths word ("2pi") after the number, and LaTeX, are left to the readers.
+
+    >>> run_into_letters("1r2r"), run_into_letters("7r"), run_into_letters("x2")
+    ('r2r', '7r', 'x2')
+    >>> [run_into_letters(t) for t in ("step1: 3+4=7", "5cm", "2pi", "6 apples", "\\\\frac13")]
+    [None, None, None, None, None]
+    """
+    if "\\" in text:
+        return None
+    match = _LAST_NUMBER.search(text)
+    if match is None:
+        return None
+    before, _, after = match.groups()
+    if not before and (not after or after.lower() in _MATH_WORDS or _is_unit(after + " ")):
+        return None
+    return match.group()
 
 
 def extract_number(text: str) -> Fraction | None:
@@ -366,6 +393,9 @@ def _decide_here(completion, gold, mode, symbolic, multiple_choice, float_roundi
         elif not re.search(r"[\d$\\\[]", span.text):  # math-verify could not read a number either
             return Verdict(score=0.0, path="no answer", reason="no number in the answer", answer=span.text,
                            gold=gold_span.text)
+        elif (glued := run_into_letters(span.text)) is not None:
+            return Verdict(score=0.0, path="no answer", reason=f"the last number is run into letters ({glued})",
+                           answer=span.text, gold=gold_span.text)
     if not symbolic:
         return _judge_as_text(span, gold_span, gold_number, float_rounding)
     job = math_verify_pool.Job(gold=_for_parser(gold_span, gold=True), answer=_for_parser(span, gold=False),
