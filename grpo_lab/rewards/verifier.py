@@ -71,7 +71,10 @@ _NUMBER_LIKE = re.compile(r"[-+]?[$€£]?\d+(?:[ ,.]\d+)*%?")  # "1 000", "1000
 _WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}")
 _MATH_WORDS = {"pi", "e", "i", "sqrt"}  # after a number these are maths, not a unit
 # The last number of an answer and the letters touching it: "1r2r" -> ("r", "2", "r")
-_LAST_NUMBER = re.compile(r"([A-Za-z]*)(\d+(?:[.,]\d+)*)([A-Za-z]*)(?!.*\d)", re.DOTALL)
+_LAST_NUMBER = re.compile(r"([A-Za-z?]*)(\d+(?:[.,]\d+)*)([A-Za-z?]*)(?!.*\d)", re.DOTALL)
+# Units written on a number with no space ("5cm", "3rd"); other letters there are not a unit ("2wo")
+_GLUED_UNITS = {"cm", "mm", "m", "km", "kg", "g", "mg", "s", "ms", "h", "hr", "hrs", "min", "l", "ml", "lb", "lbs",
+                "oz", "ft", "in", "mph", "kmh", "k", "am", "pm", "st", "nd", "rd", "th", "yr", "yrs"}
 
 
 @dataclass(frozen=True)
@@ -215,17 +218,17 @@ def _compare(answer: _Number, gold: _Number, float_rounding: int) -> bool | None
 
 
 def run_into_letters(text: str) -> str | None:
-    """The last number with the letters it touches, when there are any ("r2r"), else None.
+    """The last number with the letters (or "?") it touches, when there are any ("r2r"), else None.
 
-    A number gold wants a number; "1r2r" (a completion cut at max_new_tokens) is none, yet
-    math-verify reads the text's first digits ("1") and `extract_number` the last number standing
-    alone ("1" again): either rewards the cut-off text when the gold is 1. A unit ("5 cm", "5cm")
-    or a maths word ("2pi") after the number, and LaTeX, are left to the readers.
+    A number gold wants a number; "1r2r" or "2pj1" (completions cut at max_new_tokens) are none, yet
+    math-verify reads such a text's first digits ("1", "2") and `_plain` takes "2wo" for 2 "wo":
+    either rewards the cut-off text. A unit written on the number ("5cm", "3rd") or a maths word
+    ("2pi") is not run into; LaTeX is left to the readers.
 
-    >>> run_into_letters("1r2r"), run_into_letters("7r"), run_into_letters("x2")
-    ('r2r', '7r', 'x2')
-    >>> [run_into_letters(t) for t in ("step1: 3+4=7", "5cm", "2pi", "6 apples", "\\\\frac13")]
-    [None, None, None, None, None]
+    >>> run_into_letters("1r2r"), run_into_letters("7r"), run_into_letters("2wo"), run_into_letters("1?")
+    ('r2r', '7r', '2wo', '1?')
+    >>> [run_into_letters(t) for t in ("step1: 3+4=7", "5cm", "2pi", "6 apples", "\\\\frac13", "42.")]
+    [None, None, None, None, None, None]
     """
     if "\\" in text:
         return None
@@ -233,7 +236,7 @@ def run_into_letters(text: str) -> str | None:
     if match is None:
         return None
     before, _, after = match.groups()
-    if not before and (not after or after.lower() in _MATH_WORDS or _is_unit(after + " ")):
+    if not before and (not after or after.lower() in _MATH_WORDS | _GLUED_UNITS):
         return None
     return match.group()
 
@@ -383,6 +386,9 @@ def _decide_here(completion, gold, mode, symbolic, multiple_choice, float_roundi
         return Verdict(score=0.0, path="no answer", reason="strict mode: no \\boxed{} and no answer line",
                        gold=gold_span.text)
     if gold_number is not None:
+        if (glued := run_into_letters(span.text)) is not None:
+            return Verdict(score=0.0, path="no answer", reason=f"the last number is run into letters ({glued})",
+                           answer=span.text, gold=gold_span.text)
         number = _plain(span.text)
         if number is not None:
             same = _compare(number, gold_number, float_rounding)
@@ -393,9 +399,6 @@ def _decide_here(completion, gold, mode, symbolic, multiple_choice, float_roundi
         elif not re.search(r"[\d$\\\[]", span.text):  # math-verify could not read a number either
             return Verdict(score=0.0, path="no answer", reason="no number in the answer", answer=span.text,
                            gold=gold_span.text)
-        elif (glued := run_into_letters(span.text)) is not None:
-            return Verdict(score=0.0, path="no answer", reason=f"the last number is run into letters ({glued})",
-                           answer=span.text, gold=gold_span.text)
     if not symbolic:
         return _judge_as_text(span, gold_span, gold_number, float_rounding)
     job = math_verify_pool.Job(gold=_for_parser(gold_span, gold=True), answer=_for_parser(span, gold=False),

@@ -163,9 +163,9 @@ def test_correctness_is_fast_on_a_training_batch():
 def test_a_completion_cut_off_mid_word_is_no_answer():
     """The tiny model's completions cut at max_new_tokens ("1r2r") were read as their first digits
     by math-verify (and as their last number standing alone without it): a right answer."""
-    completions = ["1r2r", "7r", "1a2b", "x2", "7", "5 cm", "so 3+4=7"]
-    golds = ["1", "7", "1", "2", "7", "5", "7"]
-    assert correct(["q"] * 7, completions, answer=golds) == [0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0]
+    completions = ["1r2r", "7r", "2wo", "2pj1", "5*u7", "1?1p", "7", "5cm", "so 3+4=7", "3rd"]
+    golds = ["1", "7", "2", "2", "5", "1", "7", "5", "7", "3"]
+    assert correct(["q"] * 10, completions, answer=golds) == [0.0] * 6 + [1.0] * 4
     assert rewards.build("correctness", symbolic=False)(["q"] * 2, ["1r2r", "7"], answer=["1", "7"]) == [0.0, 1.0]
     why = rewards.verifier.explain("1r2r", "1")
     assert (why["path"], why["reason"]) == ("no answer", "the last number is run into letters (r2r)")
