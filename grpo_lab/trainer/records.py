@@ -61,6 +61,21 @@ def reward_scalars(totals: torch.Tensor, per_reward: dict[str, list[float | None
     return out
 
 
+def rewarded_truncated_frac(totals: torch.Tensor, truncated: torch.Tensor, group_size: int) -> float:
+    """The share of the step's completions cut at max_new_tokens yet scored above their group's
+    mean (a positive GRPO advantage): the update makes those cut-off texts more likely.
+
+    totals (B,) and truncated (B,) hold each group's G completions one after the other; an
+    unscored (NaN) completion is never above the mean.
+
+    >>> rewarded_truncated_frac(torch.tensor([1., 0., 0., 0., 1., 1.]), torch.tensor([1, 0, 0, 1, 1, 0]).bool(), 3)
+    0.3333333333333333
+    """
+    by_group = totals.double().view(-1, group_size)
+    above = by_group > by_group.nanmean(dim=1, keepdim=True)
+    return (above.flatten() & truncated.bool()).double().mean().item()
+
+
 def token_scalars(stats: TokenStats) -> dict[str, float]:
     """clip/*, ratio/* and kl/mean of a step that trained, over every pass's tokens."""
     ratios = torch.cat(stats.ratios)
@@ -124,6 +139,8 @@ def step_scalars(c: Components, batch, stats: TokenStats, updates: Updates, *, a
         named("completion/length_mean"): rollout.lengths.float().mean().item(),
         named("completion/length_max"): rollout.lengths.max().item(),
         named("completion/truncated_frac"): rollout.truncated.float().mean().item(),
+        named("completion/truncated_rewarded_frac"): rewarded_truncated_frac(batch.totals, rollout.truncated,
+                                                                             batch.group_size),
         named("completion/repetitive_frac"): sum(map(repetitive, rollout.completions)) / len(rollout.completions),
         named("time/step_s"): step_s,
         named("perf/tokens_per_s"): int(mask.sum()) / step_s,
