@@ -132,13 +132,15 @@ def pick_run(key: str, label: str | None = None, runs: list[RunInfo] | None = No
     The address is the one truth: a pick writes it in the selector's callback, before the page runs,
     so a rerun for any other reason (a language switch, a refresh) cannot fall back to another run.
     """
+    linked = st.query_params.get("run")
+    if runs is None and linked and linked not in {r.name for r in data.runs()}:
+        return wait_for_run(linked)  # never another run in its place, nor the address rewritten
     runs = data.runs() if runs is None else runs
     names = [r.name for r in runs]
     if not names:
         st.info(t("ui.no_runs"))
         return None
     key = per_language(key)  # the shown state is translated
-    linked = st.query_params.get("run")
     if linked in names:
         st.session_state[key] = linked
     elif st.session_state.get(key) not in names:
@@ -151,6 +153,22 @@ def pick_run(key: str, label: str | None = None, runs: list[RunInfo] | None = No
     if linked != name:
         st.query_params["run"] = name  # the address names the run: reload and share keep it
     return next(r for r in runs if r.name == name)
+
+
+def wait_for_run(name: str) -> None:
+    """The address names a run that is not listed (yet: a run just started from Runs has no folder
+    until its trainer starts): say so, look again every 2 s, and draw the page once it is there."""
+    st.info(t("ui.run_waiting", name=markup.md(name)))
+    if st.button(t("ui.run_waiting_other"), key="run_waiting_other"):
+        del st.query_params["run"]
+        st.rerun()
+
+    @st.fragment(run_every=2.0)
+    def look_again() -> None:
+        if name in {r.name for r in data.runs()}:
+            st.rerun(scope="app")
+
+    look_again()
 
 
 def address_follows(key: str) -> None:

@@ -112,6 +112,9 @@ def actions(name: str, runs, pending) -> None:
                                   (cols[2], "compare", {"runs": name})):
             col.page_link(pages.path(page), label=t(pages.PAGES[page].title), icon=pages.icon(page),
                           query_params=params, width="stretch")
+    if info is None and pend is not None:  # just started: its Live says it waits, then shows the run
+        cols[0].page_link(pages.path("live"), label=t(pages.PAGES["live"].title), icon=pages.icon("live"),
+                          query_params={"run": name}, width="stretch")
     state = info.state if info else sweeps_view.launch_state(pend)
     if state in data.ACTIVE_STATES or state == "launching":
         cols[3].button(t("runs.stop"), key="stop", type="primary", width="stretch", on_click=act, args=("stop", name))

@@ -1,0 +1,62 @@
+"""What a first visit meets in a real browser: an address naming a run that is not there yet (just
+started from Runs) says so and waits for it, never showing another run nor rewriting the address; the
+language chosen stays in the address, so a reload and a page link keep it."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from browser_helpers import literal, locale, streamlit_server, to_chinese, wait_idle
+from variants_helpers import write_run
+
+
+@pytest.fixture(scope="module")
+def visit_server(tmp_path_factory):
+    runs = tmp_path_factory.mktemp("visit-runs")
+    write_run(runs, "k0", "", "", 0, 0.5, steps=3)
+    with streamlit_server(runs) as url:
+        yield url, runs
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_an_address_naming_a_run_not_there_yet_waits_for_it(visit_server, page, lang):
+    url, runs = visit_server
+    name = f"fresh-{lang}"
+    page.goto(f"{url}/live?run={name}" + ("&lang=zh" if lang == "zh" else ""))
+    wait_idle(page)
+    expect(page.locator("h1")).to_have_text(re.compile(re.escape(locale(lang)["nav.live"])))
+    expect(page.get_by_text(literal("ui.run_waiting", lang)[:20]).first).to_be_visible()
+    page.wait_for_timeout(3000)  # a look again or two: still waiting, on the address it was given
+    assert f"run={name}" in page.url and "run=k0" not in page.url
+    expect(page.get_by_role("combobox", name=locale(lang)["run.pick"], exact=True)).to_have_count(0)
+    write_run(runs, name, "", "", 1, 0.5, steps=3)  # the trainer has started: its folder is there
+    picker = page.get_by_role("combobox", name=locale(lang)["run.pick"], exact=True)
+    expect(picker).to_have_value(re.compile(rf"^{name}\b"))
+    assert f"run={name}" in page.url
+
+
+def test_the_language_stays_in_the_address_across_reload_and_links(visit_server, page):
+    url, _ = visit_server
+    zh = locale("zh")
+    page.goto(f"{url}/live?run=k0")
+    wait_idle(page)
+    to_chinese(page, zh["nav.live"])
+    expect(page).to_have_url(re.compile(r"lang=zh"))
+    page.reload()
+    wait_idle(page)
+    expect(page.locator("h1")).to_have_text(re.compile(re.escape(zh["nav.live"])))
+    page.goto(f"{url}/groups?run=k0&lang=zh")  # a typed address with the language
+    wait_idle(page)
+    expect(page.locator("h1")).to_have_text(re.compile(re.escape(zh["nav.groups"])))
+    page.get_by_role("link", name=zh["nav.runs"]).first.click()  # the sidebar's link carries no query
+    expect(page.locator("h1")).to_have_text(re.compile(re.escape(zh["nav.runs"])))
+    expect(page).to_have_url(re.compile(r"lang=zh"))
+    page.reload()
+    wait_idle(page)
+    expect(page.locator("h1")).to_have_text(re.compile(re.escape(zh["nav.runs"])))
+    page.get_by_text("English", exact=True).click()  # back to English: the address forgets the language
+    expect(page.locator("h1")).to_have_text(re.compile(re.escape(locale("en")["nav.runs"])))
+    expect(page).not_to_have_url(re.compile(r"lang="))
