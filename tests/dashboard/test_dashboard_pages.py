@@ -84,7 +84,7 @@ def test_runs_lists_every_run_with_state_and_progress(app):
     assert set(df["name"]) == {"alpha", "beta", "empty", "half", "corrupt", "notables", "ppo", "weird", "sick"}
     assert df[df["name"] == "sick"].iloc[0]["doctor"] == "🛑 1 ⚠️ 1" and df[df["name"] == "alpha"].iloc[0]["doctor"] == ""
     alpha = df[df["name"] == "alpha"].iloc[0]
-    assert "finished" in alpha["state"] and alpha["progress"] == 1.0 and alpha["step"] == "6 / 6"
+    assert "finished" in alpha["state"] and alpha["progress"] == 100 and alpha["step"] == "6 / 6"
     assert "failed" in df[df["name"] == "half"].iloc[0]["state"]  # 'starting' but its process is gone
     assert not at.error or all("Error" in e.value for e in at.error)
 

@@ -75,6 +75,21 @@ def summary(runs: list[RunInfo]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+SOURCE_KEYS = {"command line": "compare.source_command_line", "config file": "compare.source_config_file",
+               "default": "compare.source_default", "resumed run": "compare.source_resumed"}
+
+
+def source_name(source: str) -> str:
+    """Where an option's value came from (config.json's sources), in the page's language;
+    "task default (arithmetic)" as "<task default> (arithmetic)", anything else as written."""
+    head, _, rest = str(source).partition(" (")
+    if source in SOURCE_KEYS:
+        return t(SOURCE_KEYS[source])
+    if head in ("task default", "model default"):
+        return t(f"compare.source_{head.split()[0]}_default") + " (" + rest
+    return str(source)
+
+
 def config_diff(runs: list[RunInfo]) -> pd.DataFrame:
     """Only the options whose values differ between the runs (one column per run).
 
@@ -94,7 +109,7 @@ def config_diff(runs: list[RunInfo]) -> pd.DataFrame:
     differing = {k: v for k, v in rows.items() if len(set(v.values())) > 1}
     # where each differing value came from (config.json's sources; absent in older runs)
     sources = {r.name: (r.config or {}).get(SOURCES_KEY) or {} for r in runs}
-    shown = {k: {n: v + (f"  ({sources[n][k]})" if isinstance(sources[n], dict) and sources[n].get(k) else "")
+    shown = {k: {n: v + (f"  ({source_name(sources[n][k])})" if isinstance(sources[n], dict) and sources[n].get(k) else "")
                  for n, v in row.items()} for k, row in differing.items()}
     return pd.DataFrame.from_dict(shown, orient="index").rename_axis("option").reset_index()
 

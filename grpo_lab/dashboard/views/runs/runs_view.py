@@ -53,7 +53,8 @@ def _run_row(r, tags: tuple[str, ...]) -> dict:
     reward = data.latest(data.scalars(r.name), "reward/mean") if r.status else None
     return {"name": r.name, "algo": str(r.get("algo", "—")), "model": r.get("model", "—"), "task": r.get("task", "—"),
             "state": ui.run_state_label(r), "tags": " ".join(tags),
-            "progress": min(r.step / r.total_steps, 1.0) if r.total_steps > 0 else 0.0,
+            # whole percents: "92%", as the sweeps' rows say it (not "91.67%")
+            "progress": round(100 * min(r.step / r.total_steps, 1.0)) if r.total_steps > 0 else 0,
             "step": f"{r.step} / {r.total_steps or '?'}",
             # text, "—" where there is none: the table would print a missing number as "None", in any language
             "latest reward": f"{reward:.3f}" if reward is not None and math.isfinite(reward) else "—",
@@ -69,7 +70,7 @@ def _launch_row(p) -> dict:
     step = t("runs.step_queued", total=total) if total and state in ("queued", "queued elsewhere") else \
         f"0 / {total}" if total else "—"
     return {"name": p.name, "algo": plan.algo or "—", "model": plan.model or "—", "task": plan.task or "—",
-            "state": ui.state_label(state), "tags": "", "progress": 0.0, "step": step, "latest reward": "—",
+            "state": ui.state_label(state), "tags": "", "progress": 0, "step": step, "latest reward": "—",
             "doctor": "", "processes": "—", "started": _started(p.started_at), "duration": "—"}
 
 
@@ -274,8 +275,8 @@ def render(was_active: bool) -> None:
     st.dataframe(shown, hide_index=True, key="runs_table", on_select="rerun", selection_mode="single-row",
                  column_config={
                      **ui.column_config(shown.columns, labels={"tags": t("col.tags")}),
-                     "progress": st.column_config.ProgressColumn(t("col.progress"), min_value=0.0, max_value=1.0,
-                                                                 format="percent"),
+                     "progress": st.column_config.ProgressColumn(t("col.progress"), min_value=0, max_value=100,
+                                                                 format="%d%%"),
                  })
     names = shown["name"].tolist()  # the table's rows: a click picks one of them
     if not names:
