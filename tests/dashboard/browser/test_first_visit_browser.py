@@ -10,13 +10,32 @@ import pytest
 from playwright.sync_api import expect
 
 from browser_helpers import literal, locale, streamlit_server, to_chinese, wait_idle
+from grpo_lab.rundir.layout import RunPaths, write_json_atomic
+from grpo_lab.rundir.writer import RunWriter
+from grpo_lab.trainer.config import Config
 from variants_helpers import write_run
+
+
+def write_sampler_run(root, name: str, steps: int = 4) -> None:
+    """A finished run whose sampler is its trainer: mismatch/* of float round-off only."""
+    paths = RunPaths(root / name)
+    paths.root.mkdir(parents=True)
+    write_json_atomic(paths.config, Config(name=name, runs_dir=str(root), max_steps=steps).run_record())
+    write_json_atomic(paths.status, {"state": "finished", "step": steps, "total_steps": steps, "name": name,
+                                     "started_at": 1.7e9, "updated_at": 1.7e9 + 100})
+    writer = RunWriter(paths, level="scalars", flush_seconds=0)
+    writer.log("scalars", {"step": list(range(1, steps + 1)), "time": [1.7e9 + s for s in range(steps)],
+                           "wall_s": [2.0 * s for s in range(steps)], "reward/mean": [0.5] * steps,
+                           "mismatch/logp_diff_mean": [1e-7] * steps, "mismatch/logp_diff_max": [3e-6] * steps,
+                           "mismatch/out_frac": [0.0] * steps})
+    writer.close()
 
 
 @pytest.fixture(scope="module")
 def visit_server(tmp_path_factory):
     runs = tmp_path_factory.mktemp("visit-runs")
     write_run(runs, "k0", "", "", 0, 0.5, steps=3)
+    write_sampler_run(runs, "same-sampler")
     with streamlit_server(runs) as url:
         yield url, runs
 
@@ -36,6 +55,14 @@ def test_an_address_naming_a_run_not_there_yet_waits_for_it(visit_server, page, 
     picker = page.get_by_role("combobox", name=locale(lang)["run.pick"], exact=True)
     expect(picker).to_have_value(re.compile(rf"^{name}\b"))
     assert f"run={name}" in page.url
+
+    # a run whose sampler is its trainer: said in one line, not charts of 1e-6 noise
+    page.goto(f"{url}/live?run=same-sampler" + ("&lang=zh" if lang == "zh" else ""))
+    wait_idle(page)
+    expect(page.get_by_text(literal("live.sampler_no_gap", lang)[:12]).first).to_be_visible()
+    expect(page.get_by_text("3e-06").first).to_be_visible()
+    section = locale(lang)["live.section.sampler"]
+    expect(page.get_by_test_id("stExpander").filter(has_text=section)).to_have_count(0)
 
 
 def test_the_language_stays_in_the_address_across_reload_and_links(visit_server, page):
