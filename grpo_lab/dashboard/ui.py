@@ -19,6 +19,7 @@ log = logging.getLogger("dashboard")
 STATE_ICONS = {"starting": "⏳", "running": "🟢", "finished": "✅", "stopped": "⏹️", "failed": "❌",
                "launching": "🚀", "queued": "⏸️", "queued elsewhere": "🔑", "failed to start": "❌", "unknown": "❔"}
 SELECTED = "run"  # session_state key: the run last opened on any page
+PICKER_STATE = "run_picker_state"  # session_state key: (run, state) the run picker shows beside the name
 
 
 @contextlib.contextmanager
@@ -147,6 +148,9 @@ def pick_run(key: str, label: str | None = None, runs: list[RunInfo] | None = No
         wanted = st.session_state.get(SELECTED)
         st.session_state[key] = wanted if wanted in names else names[0]
     shown = {r.name: f"{r.name}  ·  {state_label(r.state)}" for r in runs}
+    picked = st.session_state[key]  # its state read now, as the page's State reads it (the listing lags)
+    st.session_state[PICKER_STATE] = (picked, data.run(picked).state)  # Live redraws the picker when it changes
+    shown[picked] = f"{picked}  ·  {state_label(st.session_state[PICKER_STATE][1])}"
     name = st.selectbox(label or t("run.pick"), names, key=key, format_func=shown.get,
                         on_change=address_follows, args=(key,))
     st.session_state[SELECTED] = name

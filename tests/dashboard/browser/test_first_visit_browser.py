@@ -4,7 +4,9 @@ language chosen stays in the address, so a reload and a page link keep it."""
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
 
 import pytest
 from playwright.sync_api import expect
@@ -63,6 +65,28 @@ def test_an_address_naming_a_run_not_there_yet_waits_for_it(visit_server, page, 
     expect(page.get_by_text("3e-06").first).to_be_visible()
     section = locale(lang)["live.section.sampler"]
     expect(page.get_by_test_id("stExpander").filter(has_text=section)).to_have_count(0)
+
+
+def test_the_run_picker_says_the_state_live_says(visit_server, page):
+    """A run going from starting to running: the picker beside its name follows State, not the listing."""
+    url, runs = visit_server
+    write_run(runs, "warming", "", "", 2, 0.5, steps=3)
+    path = runs / "warming" / "status.json"
+    trainer = subprocess.Popen(["sleep", "300"])  # an active state needs a live process behind it
+    try:
+        status = {**json.loads(path.read_text()), "pid": trainer.pid}
+        write_json_atomic(path, {**status, "state": "starting"})
+        page.goto(f"{url}/live?run=warming")
+        wait_idle(page)
+        picker = page.get_by_role("combobox", name="Run", exact=True)
+        expect(picker).to_have_value(re.compile(r"starting"))
+        write_json_atomic(path, {**status, "state": "running"})
+        expect(picker).to_have_value(re.compile(r"running"))
+        write_json_atomic(path, {**status, "state": "finished"})  # no timer left behind
+        expect(picker).to_have_value(re.compile(r"finished"))
+    finally:
+        trainer.kill()
+        trainer.wait()
 
 
 def test_the_language_stays_in_the_address_across_reload_and_links(visit_server, page):

@@ -152,6 +152,8 @@ def render(run: str, x_mode: str, smoothing: float, extra: list[str], was_active
     info = data.run(run)
     if was_active and info.state not in data.ACTIVE_STATES:
         st.rerun(scope="app")  # the run ended: redraw the page once more, without the timer
+    if st.session_state.get(ui.PICKER_STATE, (run, info.state)) != (run, info.state):
+        st.rerun(scope="app")  # starting -> running: the picker above says what State says
     frame = data.scalars(run)
     header(info, frame)
     doctor_banner(run, info)
