@@ -75,30 +75,38 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(sig, handler)
 
 
+def import_folder(source: Path, name: str, runs_dir: Path, *, fmt: str = "auto", std_mode: str = "sample",
+                  group_size: int | None = None, reward_weights: str = "") -> tuple[str, Path]:
+    """(format, new run folder) of `source` imported as runs_dir/name; SourceError or RunNameError,
+    one line, and nothing written, when it cannot be (the command line and the Runs page both call this)."""
+    check_name(name)
+    if not source.is_dir():
+        raise SourceError(f"{source}: expected a folder (a TRL output folder or a verl rollout dump)")
+    if group_size is not None and group_size < 1:
+        raise SourceError(f"--group-size {group_size}: must be >= 1")
+    kind = fmt
+    if kind == "auto":
+        kind = "trl" if trl.looks_like(source) else "verl" if verl.looks_like(source) else None
+    if kind is None:
+        raise SourceError(f"{source}: expected a TRL output folder (completions/completions_<step>.parquet, "
+                          "trainer_state.json) or a verl rollout dump (<step>.jsonl files)")
+    if kind == "trl":
+        w = weights(reward_weights)
+        fill = lambda paths: trl.convert(source, paths, name=name, std_mode=std_mode,  # noqa: E731
+                                         group_size=group_size, reward_weights=w)
+    else:
+        fill = lambda paths: verl.convert(source, paths, name=name, std_mode=std_mode,  # noqa: E731
+                                          group_size=group_size)
+    return kind, build_run(runs_dir, name, fill)
+
+
 def run(argv: list[str] | None) -> int:
     args = parse(argv)
     source = Path(args.source)
-    runs_dir = Path(args.runs_dir or default_runs_dir())
     try:
-        check_name(args.name)
-        if not source.is_dir():
-            raise SourceError(f"{source}: expected a folder (a TRL output folder or a verl rollout dump)")
-        if args.group_size is not None and args.group_size < 1:
-            raise SourceError(f"--group-size {args.group_size}: must be >= 1")
-        kind = args.format
-        if kind == "auto":
-            kind = "trl" if trl.looks_like(source) else "verl" if verl.looks_like(source) else None
-        if kind is None:
-            raise SourceError(f"{source}: expected a TRL output folder (completions/completions_<step>.parquet, "
-                              "trainer_state.json) or a verl rollout dump (<step>.jsonl files)")
-        if kind == "trl":
-            w = weights(args.reward_weights)
-            fill = lambda paths: trl.convert(source, paths, name=args.name, std_mode=args.std_mode,  # noqa: E731
-                                             group_size=args.group_size, reward_weights=w)
-        else:
-            fill = lambda paths: verl.convert(source, paths, name=args.name, std_mode=args.std_mode,  # noqa: E731
-                                              group_size=args.group_size)
-        target = build_run(runs_dir, args.name, fill)
+        kind, target = import_folder(source, args.name, Path(args.runs_dir or default_runs_dir()), fmt=args.format,
+                                     std_mode=args.std_mode, group_size=args.group_size,
+                                     reward_weights=args.reward_weights)
     except (SourceError, RunNameError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
