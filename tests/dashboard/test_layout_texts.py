@@ -77,5 +77,6 @@ def test_a_variant_keeps_its_colour_on_a_chart_where_another_has_no_line():
     from grpo_lab.dashboard.views.compare.variants_view import band_chart
 
     only = pd.DataFrame({"x": [1], "mean": [0.1], "low": [0.0], "high": [0.2], "variant": ["beta=0.04"], "n": [2]})
-    scale = band_chart(only, None, title="t", x_title="step", domain=["beta=0", "beta=0.04"])["encoding"]["color"]["scale"]
-    assert scale["domain"] == ["beta=0", "beta=0.04"]  # its place, hence its colour, is the page's, not this chart's
+    colour = band_chart(only, None, title="t", x_title="step", domain=["beta=0", "beta=0.04"])["encoding"]["color"]
+    assert colour["scale"]["domain"] == ["beta=0", "beta=0.04"]  # its place, hence its colour, is the page's
+    assert colour["legend"]["values"] == ["beta=0.04"]  # and the legend names only the line drawn

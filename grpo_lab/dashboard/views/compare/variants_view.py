@@ -45,8 +45,10 @@ def band_chart(bands: pd.DataFrame, seeds: pd.DataFrame | None, *, title: str, x
     drawn as faint lines under the band (None: not drawn). domain: every variant of the page, in
     order, so each keeps its colour on every chart (beta=0's absent KL must not pass its colour on)."""
     scale: Spec = {"scheme": "tableau10", **({"domain": domain} if domain else {})}
+    drawn = [v for v in (domain or []) if v in set(bands["variant"])] if "variant" in bands else []
     colour: Spec = {"field": "variant", "type": "nominal", "title": None, "scale": scale,
-                    "legend": {"orient": "bottom", "labelLimit": 260}}
+                    # the legend names the lines drawn here only: a variant without one is not listed
+                    "legend": {"orient": "bottom", "labelLimit": 260, **({"values": drawn} if domain else {})}}
     layers: list[Spec] = []
     if seeds is not None and not seeds.empty:
         layers.append({"data": {"name": "seeds"},
