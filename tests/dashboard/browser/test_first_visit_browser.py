@@ -7,11 +7,13 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import time
 
 import pytest
 from playwright.sync_api import expect
 
-from browser_helpers import literal, locale, streamlit_server, to_chinese, wait_idle
+from browser_helpers import choose, literal, locale, streamlit_server, to_chinese, wait_idle
+from grpo_lab.launching import launcher
 from grpo_lab.rundir.layout import RunPaths, write_json_atomic
 from grpo_lab.rundir.writer import RunWriter
 from grpo_lab.trainer.config import Config
@@ -38,6 +40,10 @@ def visit_server(tmp_path_factory):
     runs = tmp_path_factory.mktemp("visit-runs")
     write_run(runs, "k0", "", "", 0, 0.5, steps=3)
     write_sampler_run(runs, "same-sampler")
+    (runs / launcher.LAUNCH_DIR).mkdir()  # a launch with no run folder yet (queued by another dashboard: never starts)
+    entry = {"name": "later", "queued": True, "argv": ["--name", "later"], "processes": 1, "queued_at": time.time(),
+             "id": "1" * 32, "key": "f" * 16, "signature": "0" * 64}
+    (runs / launcher.LAUNCH_DIR / "later.json").write_text(json.dumps(entry))
     with streamlit_server(runs) as url:
         yield url, runs
 
@@ -65,6 +71,19 @@ def test_an_address_naming_a_run_not_there_yet_waits_for_it(visit_server, page, 
     expect(page.get_by_text("3e-06").first).to_be_visible()
     section = locale(lang)["live.section.sampler"]
     expect(page.get_by_test_id("stExpander").filter(has_text=section)).to_have_count(0)
+
+
+def test_runs_links_a_launch_without_its_folder_yet_to_its_live(visit_server, page):
+    url, _ = visit_server
+    page.goto(url)
+    wait_idle(page)
+    choose(page.get_by_role("combobox", name="Run"), page.get_by_role("option", name="later", exact=True))
+    wait_idle(page)
+    link = page.get_by_test_id("stPageLink").filter(has_text="Live")
+    expect(link).to_be_visible()
+    link.click()
+    expect(page.get_by_text(literal("ui.run_waiting")[:20]).first).to_be_visible()
+    assert "run=later" in page.url
 
 
 def test_the_run_picker_says_the_state_live_says(visit_server, page):
