@@ -22,8 +22,9 @@ system-deps:
 smollm2: $(STAMP)
 	bash scripts/get-smollm2.sh
 
+# PORT=8502: another port (a second dashboard beside the first)
 dashboard: $(STAMP)
-	.venv/bin/grpo-lab-dashboard
+	.venv/bin/grpo-lab-dashboard $(if $(PORT),--server.port $(PORT))
 
 # Four worker processes on two cores: most tests wait on a trainer, a server or a browser, so four keep
 # both cores busy. tests/conftest.py says which tests share a worker (loadgroup) and puts the longest

@@ -49,6 +49,7 @@ def served(table: dict[str, pages.Page]) -> dict[str, st.Page]:
                                default=name == "runs") for name, p in table.items()}
 
 
+i18n.from_address()  # ?lang=zh: before the first text (the pages' titles)
 # Titles follow the language switch (the switch stores the choice before this rerun); addresses do not.
 # Runs, the default page, is served at / (Streamlit ignores a default page's url_path): /runs is an alias.
 training = served(pages.TRAINING)

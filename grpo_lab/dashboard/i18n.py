@@ -6,7 +6,8 @@ language is one more file (its `language.name` is what the switch shows). tests/
 checks that every file has the same keys and placeholders, and that every key the code asks for exists.
 
 `t("group.title")` returns the text in the chosen language; the choice lives in
-st.session_state["lang"] and defaults to English when `language_switch()` was never called (a page
+st.session_state["lang"] and, for a language other than English, in the address (?lang=zh), so a
+reload, a shared link or a typed address keeps it (`from_address`); it defaults to English when `language_switch()` was never called (a page
 run on its own, as in tests). Placeholders use str.format: t("x", n=3). A key that English lacks
 is a bug and raises KeyError; a key only a newer English file has shows in English.
 """
@@ -77,10 +78,25 @@ def per_language(key: str) -> str:
     return mine
 
 
+def from_address() -> None:
+    """The language the address names (?lang=zh) becomes the session's; an address without one gets
+    the session's (a page link carries only its own query), English never written. Call at the start
+    of every run, before any text is drawn (app.py)."""
+    asked = st.query_params.get(STATE_KEY)
+    if asked in LANGUAGES:
+        st.session_state[STATE_KEY] = asked
+    elif lang() != DEFAULT:
+        st.query_params[STATE_KEY] = lang()
+
+
 def language_switch() -> str:
     """A language selector in the sidebar; returns the chosen code. Call once per run, in app.py."""
     def _store() -> None:
         st.session_state[STATE_KEY] = st.session_state[_WIDGET_KEY]
+        if lang() == DEFAULT:
+            st.query_params.pop(STATE_KEY, None)
+        else:
+            st.query_params[STATE_KEY] = lang()
 
     codes = list(LANGUAGES)
     st.sidebar.radio("Language / 语言", codes, index=codes.index(lang()), format_func=LANGUAGES.__getitem__,

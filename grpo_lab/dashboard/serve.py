@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import socket
 import sys
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from grpo_lab.launching.identity import option  # `--flag V` or `--flag=V`, the 
 
 APP = Path(__file__).with_name("app.py")
 SETTINGS = ("--server.address", "localhost", "--server.headless", "true", "--browser.gatherUsageStats", "false")
+DEFAULT_PORT = 8501  # Streamlit's
 
 
 def _loopback(address: str) -> bool:
@@ -48,6 +50,28 @@ def host_settings(argv: list[str]) -> list[str]:
     return [arg for host in sorted(allowed_hosts(address)) for arg in ("--server.allowedHosts", host)]
 
 
+def port_taken(port: int, address: str = "localhost") -> bool:
+    """Whether something already listens on `port` (another dashboard, most often)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.settimeout(0.5)
+        return probe.connect_ex(("127.0.0.1" if _loopback(address) else address, port)) == 0
+
+
+def port_note(argv: list[str]) -> tuple[str, bool] | None:
+    """(what to say on the console, whether to stop) when the port is taken, else None. A port the
+    user named is theirs to change; Streamlit's default moves on to the next free one by itself,
+    silently, so the console says which was taken."""
+    named = option(argv, "--server.port")
+    address = option([*SETTINGS, *argv], "--server.address") or "localhost"
+    port = int(named) if named and named.isdigit() else DEFAULT_PORT
+    if not port_taken(port, address):
+        return None
+    if named:
+        return f"error: port {port} is taken (another dashboard?): pick another, e.g. make dashboard PORT={port + 1}", True
+    return (f"note: port {port} is taken (another dashboard?): this one takes the next free port, named in "
+            f"Streamlit's lines below; to choose one: make dashboard PORT=8502", False)
+
+
 def command(argv: list[str]) -> list[str]:
     return [sys.executable, "-m", "streamlit", "run", str(APP), *SETTINGS, *host_settings(argv), *argv]
 
@@ -63,7 +87,13 @@ def main(argv: list[str] | None = None) -> int:
     except KeyDirError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    cmd = command(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
+    note = port_note(argv)
+    if note is not None:
+        print(note[0], file=sys.stderr)
+        if note[1]:
+            return 2
+    cmd = command(argv)
     scheduler.start(runs_dir)  # its parent is this pid, which execv hands on to the server
     os.execv(cmd[0], cmd)  # becomes the server: Ctrl-C and signals reach Streamlit itself
     return 0  # not reached

@@ -19,6 +19,7 @@ log = logging.getLogger("dashboard")
 STATE_ICONS = {"starting": "⏳", "running": "🟢", "finished": "✅", "stopped": "⏹️", "failed": "❌",
                "launching": "🚀", "queued": "⏸️", "queued elsewhere": "🔑", "failed to start": "❌", "unknown": "❔"}
 SELECTED = "run"  # session_state key: the run last opened on any page
+PICKER_STATE = "run_picker_state"  # session_state key: (run, state) the run picker shows beside the name
 
 
 @contextlib.contextmanager
@@ -132,25 +133,46 @@ def pick_run(key: str, label: str | None = None, runs: list[RunInfo] | None = No
     The address is the one truth: a pick writes it in the selector's callback, before the page runs,
     so a rerun for any other reason (a language switch, a refresh) cannot fall back to another run.
     """
+    linked = st.query_params.get("run")
+    if runs is None and linked and linked not in {r.name for r in data.runs()}:
+        return wait_for_run(linked)  # never another run in its place, nor the address rewritten
     runs = data.runs() if runs is None else runs
     names = [r.name for r in runs]
     if not names:
         st.info(t("ui.no_runs"))
         return None
     key = per_language(key)  # the shown state is translated
-    linked = st.query_params.get("run")
     if linked in names:
         st.session_state[key] = linked
     elif st.session_state.get(key) not in names:
         wanted = st.session_state.get(SELECTED)
         st.session_state[key] = wanted if wanted in names else names[0]
     shown = {r.name: f"{r.name}  ·  {state_label(r.state)}" for r in runs}
+    picked = st.session_state[key]  # its state read now, as the page's State reads it (the listing lags)
+    st.session_state[PICKER_STATE] = (picked, data.run(picked).state)  # Live redraws the picker when it changes
+    shown[picked] = f"{picked}  ·  {state_label(st.session_state[PICKER_STATE][1])}"
     name = st.selectbox(label or t("run.pick"), names, key=key, format_func=shown.get,
                         on_change=address_follows, args=(key,))
     st.session_state[SELECTED] = name
     if linked != name:
         st.query_params["run"] = name  # the address names the run: reload and share keep it
     return next(r for r in runs if r.name == name)
+
+
+def wait_for_run(name: str) -> None:
+    """The address names a run that is not listed (yet: a run just started from Runs has no folder
+    until its trainer starts): say so, look again every 2 s, and draw the page once it is there."""
+    st.info(t("ui.run_waiting", name=markup.md(name)))
+    if st.button(t("ui.run_waiting_other"), key="run_waiting_other"):
+        del st.query_params["run"]
+        st.rerun()
+
+    @st.fragment(run_every=2.0)
+    def look_again() -> None:
+        if name in {r.name for r in data.runs()}:
+            st.rerun(scope="app")
+
+    look_again()
 
 
 def address_follows(key: str) -> None:

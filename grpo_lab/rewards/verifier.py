@@ -14,8 +14,9 @@ worked solution or a GSM8K "... #### 72" gold is reduced to its answer.
   `14{,}916`, `1 000`, with a unit or `%` allowed and ignored, as before). Decided here only
   where math-verify would say the same: equal values are right; different integers or
   fractions are wrong; decimals closer than 10^-float_rounding go to math-verify's rounding.
-- `no answer`: nothing in the answer could hold a number (a number gold), or no marked answer
-  in strict mode: 0, decided here.
+- `no answer`: nothing in the answer could hold a number (a number gold), its last number is run
+  into letters ("1r2r", "7r": math-verify would read the first digits and score a cut-off
+  completion right), or no marked answer in strict mode: 0, decided here.
 - `math-verify`: everything else (expressions, equations, intervals, sets, matrices, LaTeX
   shorthand such as `\\frac13`), judged in a child process under a time limit
   (grpo_lab/rewards/math_verify_pool.py).
@@ -73,6 +74,11 @@ _LATEX_MARKUP = re.compile(r"[\\^_{}]")
 _NUMBER_LIKE = re.compile(r"[-+]?[$€£]?\d+(?:[ ,.]\d+)*%?")  # "1 000", "1000,99" (not "2, 3")
 _WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}")
 _MATH_WORDS = {"pi", "e", "i", "sqrt"}  # after a number these are maths, not a unit
+# The last number of an answer and the letters touching it: "1r2r" -> ("r", "2", "r")
+_LAST_NUMBER = re.compile(r"([A-Za-z?]*)(\d+(?:[.,]\d+)*)([A-Za-z?]*)(?!.*\d)", re.DOTALL)
+# Units written on a number with no space ("5cm", "3rd"); other letters there are not a unit ("2wo")
+_GLUED_UNITS = {"cm", "mm", "m", "km", "kg", "g", "mg", "s", "ms", "h", "hr", "hrs", "min", "l", "ml", "lb", "lbs",
+                "oz", "ft", "in", "mph", "kmh", "k", "am", "pm", "st", "nd", "rd", "th", "yr", "yrs"}
 
 
 @dataclass(frozen=True)
@@ -213,6 +219,30 @@ def _compare(answer: _Number, gold: _Number, float_rounding: int) -> bool | None
     if abs(answer.value - gold.value) > Fraction(1, 10**float_rounding):
         return False  # too far apart to round to the same float_rounding decimals
     return None
+
+
+def run_into_letters(text: str) -> str | None:
+    """The last number with the letters (or "?") it touches, when there are any ("r2r"), else None.
+
+    A number gold wants a number; "1r2r" or "2pj1" (completions cut at max_new_tokens) are none, yet
+    math-verify reads such a text's first digits ("1", "2") and `_plain` takes "2wo" for 2 "wo":
+    either rewards the cut-off text. A unit written on the number ("5cm", "3rd") or a maths word
+    ("2pi") is not run into; LaTeX is left to the readers.
+
+    >>> run_into_letters("1r2r"), run_into_letters("7r"), run_into_letters("2wo"), run_into_letters("1?")
+    ('r2r', '7r', '2wo', '1?')
+    >>> [run_into_letters(t) for t in ("step1: 3+4=7", "5cm", "2pi", "6 apples", "\\\\frac13", "42.")]
+    [None, None, None, None, None, None]
+    """
+    if "\\" in text:
+        return None
+    match = _LAST_NUMBER.search(text)
+    if match is None:
+        return None
+    before, _, after = match.groups()
+    if not before and (not after or after.lower() in _MATH_WORDS | _GLUED_UNITS):
+        return None
+    return match.group()
 
 
 def extract_number(text: str) -> Fraction | None:
@@ -360,6 +390,9 @@ def _decide_here(completion, gold, mode, symbolic, multiple_choice, float_roundi
         return Verdict(score=0.0, path="no answer", reason="strict mode: no \\boxed{} and no answer line",
                        gold=gold_span.text)
     if gold_number is not None:
+        if (glued := run_into_letters(span.text)) is not None:
+            return Verdict(score=0.0, path="no answer", reason=f"the last number is run into letters ({glued})",
+                           answer=span.text, gold=gold_span.text)
         number = _plain(span.text)
         if number is not None:
             same = _compare(number, gold_number, float_rounding)

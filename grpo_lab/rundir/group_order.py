@@ -58,6 +58,7 @@ FINDING_METRICS = {
     "kl_explosion": "kl/mean", "ratio_explosion": "ratio/max", "grad_explosion": "grad/norm",
     "entropy_collapse": "entropy/mean", "entropy_explosion": "entropy/mean", "reward_constant": "reward/std",
     "no_signal": "groups/frac_zero_std", "all_truncated": "completion/truncated_frac",
+    "rewarded_truncation": "completion/truncated_frac",
     "degenerate_text": "completion/repetitive_frac", "reward_failed": "reward/mean", "reward_unscored": "reward/mean",
     "ratings_missing": "reward/mean",
 }

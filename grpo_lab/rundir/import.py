@@ -84,46 +84,52 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(sig, handler)
 
 
+def import_folder(source: Path, name: str, runs_dir: Path, *, fmt: str = "auto", std_mode: str = "sample",
+                  group_size: int | None = None, reward_weights: str = "", run: str | None = None,
+                  tensorboard: str | None = None) -> tuple[str, Path]:
+    """(format, new run folder) of `source` imported as runs_dir/name; SourceError or RunNameError,
+    one line, and nothing written, when it cannot be (the command line and the Runs page both call this)."""
+    check_name(name)
+    if not source.is_dir():
+        raise SourceError(f"{source}: expected a folder (a TRL output folder or a verl rollout dump)")
+    if group_size is not None and group_size < 1:
+        raise SourceError(f"--group-size {group_size}: must be >= 1")
+    kind = fmt
+    if kind == "auto":
+        kind = ("trl" if trl.looks_like(source) else "nemo-rl" if nemo_rl.looks_like(source) else
+                "prime-rl" if prime_rl.looks_like(source) else "verl" if verl.looks_like(source) else
+                trackers.looks_like(source))
+    if kind is None:
+        raise SourceError(f"{source}: expected a TRL output folder (completions/completions_<step>.parquet, "
+                          "trainer_state.json), a verl rollout dump (<step>.jsonl files) or a tracker's log "
+                          "(events.out.tfevents.*, a wandb offline run, a trackio store)")
+    if tensorboard and kind != "verl":
+        raise SourceError(f"--tensorboard {tensorboard}: joins a verl rollout dump's steps; SOURCE is {kind}")
+    if kind in trackers.KINDS:
+        logged = trackers.read(kind, source, run)  # read before the run folder exists
+        fill = lambda paths: trackers.convert(logged, paths, name=name, kind=kind, source=source)  # noqa: E731
+    elif kind == "nemo-rl":
+        fill = lambda paths: nemo_rl.convert(source, paths, name=name, group_size=group_size)  # noqa: E731
+    elif kind == "prime-rl":
+        fill = lambda paths: prime_rl.convert(source, paths, name=name, group_size=group_size)  # noqa: E731
+    elif kind == "trl":
+        w = weights(reward_weights)
+        fill = lambda paths: trl.convert(source, paths, name=name, std_mode=std_mode,  # noqa: E731
+                                         group_size=group_size, reward_weights=w)
+    else:
+        scalars = trackers.scalars_by_step("tensorboard", Path(tensorboard)) if tensorboard else None
+        fill = lambda paths: verl.convert(source, paths, name=name, std_mode=std_mode,  # noqa: E731
+                                          group_size=group_size, logged=scalars)
+    return kind, build_run(runs_dir, name, fill)
+
+
 def run(argv: list[str] | None) -> int:
     args = parse(argv)
     source = Path(args.source)
-    runs_dir = Path(args.runs_dir or default_runs_dir())
     try:
-        check_name(args.name)
-        if not source.is_dir():
-            raise SourceError(f"{source}: expected a folder (a TRL output folder or a verl rollout dump)")
-        if args.group_size is not None and args.group_size < 1:
-            raise SourceError(f"--group-size {args.group_size}: must be >= 1")
-        kind = args.format
-        if kind == "auto":
-            kind = ("trl" if trl.looks_like(source) else "nemo-rl" if nemo_rl.looks_like(source) else
-                    "prime-rl" if prime_rl.looks_like(source) else "verl" if verl.looks_like(source) else
-                    trackers.looks_like(source))
-        if kind is None:
-            raise SourceError(f"{source}: expected a TRL output folder (completions/completions_<step>.parquet, "
-                              "trainer_state.json), a verl rollout dump (<step>.jsonl files) or a tracker's log "
-                              "(events.out.tfevents.*, a wandb offline run, a trackio store)")
-        if args.tensorboard and kind != "verl":
-            raise SourceError(f"--tensorboard {args.tensorboard}: joins a verl rollout dump's steps; SOURCE is {kind}")
-        if kind in trackers.KINDS:
-            logged = trackers.read(kind, source, args.run)  # read before the run folder exists
-            fill = lambda paths: trackers.convert(logged, paths, name=args.name, kind=kind,  # noqa: E731
-                                                  source=source)
-        elif kind == "nemo-rl":
-            fill = lambda paths: nemo_rl.convert(source, paths, name=args.name,  # noqa: E731
-                                                 group_size=args.group_size)
-        elif kind == "prime-rl":
-            fill = lambda paths: prime_rl.convert(source, paths, name=args.name,  # noqa: E731
-                                                  group_size=args.group_size)
-        elif kind == "trl":
-            w = weights(args.reward_weights)
-            fill = lambda paths: trl.convert(source, paths, name=args.name, std_mode=args.std_mode,  # noqa: E731
-                                             group_size=args.group_size, reward_weights=w)
-        else:
-            scalars = trackers.scalars_by_step("tensorboard", Path(args.tensorboard)) if args.tensorboard else None
-            fill = lambda paths: verl.convert(source, paths, name=args.name, std_mode=args.std_mode,  # noqa: E731
-                                              group_size=args.group_size, logged=scalars)
-        target = build_run(runs_dir, args.name, fill)
+        kind, target = import_folder(source, args.name, Path(args.runs_dir or default_runs_dir()), fmt=args.format,
+                                     std_mode=args.std_mode, group_size=args.group_size,
+                                     reward_weights=args.reward_weights, run=args.run, tensorboard=args.tensorboard)
     except (SourceError, RunNameError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -87,6 +87,8 @@ TABLES: dict[str, Table] = {
                'tokens', 'completion length, EOS included'),
         Metric(('completion/truncated_frac',),
                'fraction', 'completions with no EOS within `max_new_tokens`'),
+        Metric(('completion/truncated_rewarded_frac',),
+               'fraction', "completions with no EOS within `max_new_tokens` scored above their group's mean (the update makes those cut-off texts more likely)"),
         Metric(('completion/repetitive_frac',),
                'fraction', 'completions of at least 16 words, fewer than a quarter of them distinct (degenerate text)'),
         Metric(('time/step_s',),

@@ -96,6 +96,29 @@ def group_variants(configs: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
     return out
 
 
+def differing_labels(configs: list[dict[str, Any]]) -> list[str]:
+    """Each config named by the options in which it differs from the others (`beta=0`), as a sweep
+    names its variants; "" for a config that has every option at the most common value.
+
+    >>> differing_labels([{"beta": 0.04, "lr": 1, "seed": 0}, {"beta": 0.0, "lr": 1, "seed": 1}])
+    ['beta=0.04', 'beta=0.0']
+    >>> differing_labels([{"beta": 0.04, "lr": 1}, {"beta": 0.04, "lr": 2}, {"beta": 0.0, "lr": 1}])
+    ['', 'lr=2', 'beta=0.0']
+    """
+    keys = sorted({k for c in configs for k in c} - NOT_VARIANT)
+
+    def show(v: Any) -> str:
+        return json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else str(v)
+
+    values = {k: [show(c.get(k)) for c in configs] for k in keys}
+    differing = [k for k in keys if len(set(values[k])) > 1]
+    labels = []
+    for i in range(len(configs)):
+        own = [k for k in differing if values[k].count(values[k][i]) < len(configs) - 1 or len(configs) == 2]
+        labels.append(", ".join(f"{k}={values[k][i]}" for k in own))
+    return labels
+
+
 def t_interval(mean, sd, n, bounds: Bounds = (None, None)):
     """(low, high) of the 95% t-interval mean +- t_{0.975, n-1} * sd / sqrt(n), cut at `bounds`;
     numbers or Series alike (n < 2: nan).

@@ -256,7 +256,8 @@ class Config:
     kl_estimator: str = _opt("k1", "PPO: per-token KL penalty folded into rewards: k1 or k3.", choices=KL_ESTIMATORS)
     # --- logging and checkpoints ---
     logging: str = _opt("full", "full: every table; scalars: per-step metrics only; off: status only (benchmarks).", choices=("full", "scalars", "off"))
-    token_detail_groups: int = _opt(2, "Groups per step whose completions get token-level detail (0: none).",
+    token_detail_groups: int = _opt(2, "Groups per step whose completions get token-level detail: the first N, and the N with the most KL and the N with the "
+                                    "largest ratio, so a finding's group can be traced to a token (0: none).",
                                     bounds=Bounds(0))
     flush_seconds: float = _opt(2.0, "Write buffered rows to a Parquet part at least this often.", bounds=Bounds(0))
     compact_every: int = _opt(50, "Merge a table's part files once it has this many.", bounds=Bounds(2))

@@ -18,8 +18,8 @@ from grpo_lab.rundir.metrics import named
 SEVERITIES = ("info", "warning", "critical")
 
 # Thresholds (documented in docs/run-directory.md, "tables/events").
-# The built-in demo, 200 steps, peaks at kl/mean 4.6, ratio/max 48, grad/norm 10x max_grad_norm and
-# entropy/mean 0.066 while learning well; a collapsing SmolLM2 reads kl/mean 1.8e14 at step 1.
+# The built-in demo, 200 steps, seeds 0-4, peaks at kl/mean 7.8, ratio/max 114, grad/norm 21x max_grad_norm
+# (bench/bench_demo_health.py) while learning well; a collapsing SmolLM2 reads kl/mean 1.8e14 at step 1.
 KL_WARNING, KL_CRITICAL = 10.0, 1000.0  # kl/mean, nats per token
 RATIO_WARNING = 1000.0  # ratio/max: a token 1000x more likely than when it was sampled
 GRAD_FACTOR = 100.0  # grad/norm above this many times max_grad_norm (before clipping)
@@ -28,6 +28,7 @@ NO_SIGNAL_STEPS = 10  # every group without signal for this many steps in a row
 ENTROPY_LOW = 0.01  # nats per token: the policy has stopped exploring
 ENTROPY_HIGH_FRACTION = 0.9  # of log(vocab): sampling close to uniform noise ...
 ENTROPY_RISE = 1.5  # ... and this many times the entropy of the run's first checked step
+REWARDED_TRUNCATED = 0.02  # of completions cut at max_new_tokens and scored above their group's mean
 REPEAT_SHARE = 0.5  # of completions that are mostly one repeated word
 MISMATCH_WARNING = 0.05  # mismatch/out_frac: tokens the sampler drew with w outside [0.9, 1.1]
 HIGH_LR_PRETRAINED = 1e-4  # a pretrained model with a learning rate above this tends to collapse
@@ -129,6 +130,13 @@ class Doctor:
         if len(recent) >= STUCK_STEPS and all(r.get(named("completion/truncated_frac")) == 1 for r in recent[-STUCK_STEPS:]):
             out.append(("all_truncated", "warning", f"every completion hit max_new_tokens for {STUCK_STEPS} steps",
                         "raise max_new_tokens, or ask for a shorter answer in the prompt"))
+        cut = m.get(named("completion/truncated_rewarded_frac"), 0.0)
+        if cut > REWARDED_TRUNCATED:
+            out.append(("rewarded_truncation", "warning", f"{cut:.1%} of completions were cut at max_new_tokens yet "
+                        f"scored above their group's mean (completion/truncated_rewarded_frac, threshold "
+                        f"{REWARDED_TRUNCATED:.0%}): the update makes unfinished text more likely",
+                        "read a few on the Groups page: a reward that accepts cut-off text (1r2r read as 1) needs a "
+                        "fix; or mask_truncated, or a larger max_new_tokens"))
         share = m.get(named("completion/repetitive_frac"), 0.0)
         if share > REPEAT_SHARE:
             out.append(("degenerate_text", "warning", f"{share:.0%} of completions repeat one word over and over",

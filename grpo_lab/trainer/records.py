@@ -61,6 +61,21 @@ def reward_scalars(totals: torch.Tensor, per_reward: dict[str, list[float | None
     return out
 
 
+def rewarded_truncated_frac(totals: torch.Tensor, truncated: torch.Tensor, group_size: int) -> float:
+    """The share of the step's completions cut at max_new_tokens yet scored above their group's
+    mean (a positive GRPO advantage): the update makes those cut-off texts more likely.
+
+    totals (B,) and truncated (B,) hold each group's G completions one after the other; an
+    unscored (NaN) completion is never above the mean.
+
+    >>> rewarded_truncated_frac(torch.tensor([1., 0., 0., 0., 1., 1.]), torch.tensor([1, 0, 0, 1, 1, 0]).bool(), 3)
+    0.3333333333333333
+    """
+    by_group = totals.double().view(-1, group_size)
+    above = by_group > by_group.nanmean(dim=1, keepdim=True)
+    return (above.flatten() & truncated.bool()).double().mean().item()
+
+
 def token_scalars(stats: TokenStats) -> dict[str, float]:
     """clip/*, ratio/* and kl/mean of a step that trained, over every pass's tokens."""
     ratios = torch.cat(stats.ratios)
@@ -124,6 +139,8 @@ def step_scalars(c: Components, batch, stats: TokenStats, updates: Updates, *, a
         named("completion/length_mean"): rollout.lengths.float().mean().item(),
         named("completion/length_max"): rollout.lengths.max().item(),
         named("completion/truncated_frac"): rollout.truncated.float().mean().item(),
+        named("completion/truncated_rewarded_frac"): rewarded_truncated_frac(batch.totals, rollout.truncated,
+                                                                             batch.group_size),
         named("completion/repetitive_frac"): sum(map(repetitive, rollout.completions)) / len(rollout.completions),
         named("time/step_s"): step_s,
         named("perf/tokens_per_s"): int(mask.sum()) / step_s,
@@ -186,7 +203,8 @@ def _log_tables(c: Components, step, batch, stats, last, *, advantages, per_toke
         return
     histogram = ratio_histogram(stats, step, *cfg.clip_range)
     c.writer.log("histograms", {**histogram, "importance_level": [getattr(cfg, "importance_level", "token")]})
-    which = list(range(min(cfg.token_detail_groups, len(batch.rows)) * cfg.group_size))
+    groups = detail_groups(cfg.token_detail_groups, cfg.group_size, kl_sum=last.kl_sum, ratio_peak=last.ratio_peak)
+    which = [g * cfg.group_size + j for g in groups for j in range(cfg.group_size)]
     if which:
         ref = batch.ref_logp if batch.ref_logp is not None else torch.full_like(batch.old_logp, float("nan"))
         columns = {"logp_new": last.logp_new, "logp_old": batch.old_logp, "logp_ref": ref, "ratio": last.ratio,
@@ -194,6 +212,27 @@ def _log_tables(c: Components, step, batch, stats, last, *, advantages, per_toke
         if batch.rollout.sampler_logp is not None:  # optional: a rollout with tools, or joined rounds, has none
             columns["logp_sampler"] = batch.rollout.sampler_logp
         c.writer.log("tokens", token_rows(step, batch, which, c.tokenizer, columns))
+
+
+def detail_groups(n: int, group_size: int, *, kl_sum: torch.Tensor, ratio_peak: torch.Tensor) -> list[int]:
+    """The groups whose tokens are logged: the first n, the n carrying most of the step's KL and the n
+    with the largest ratio, so the group a kl_explosion or ratio_explosion finding (and Groups' KL
+    and ratio orderings) points to first can be read token by token. kl_sum, ratio_peak: (B,) per
+    completion over every pass (LastPass); a NaN (no reference, a row no pass reached) ranks last.
+
+    >>> detail_groups(1, 2, kl_sum=torch.tensor([0., 1., 9., 9., 0., 0.]), ratio_peak=torch.tensor([1., 1., 1., 1., 1., 7.]))
+    [0, 1, 2]
+    >>> detail_groups(0, 2, kl_sum=torch.ones(4), ratio_peak=torch.ones(4))
+    []
+    """
+    n_groups = kl_sum.shape[0] // group_size
+    n = min(n, n_groups)
+    if n == 0:
+        return []
+    kl = torch.nan_to_num(kl_sum.double().view(n_groups, group_size), nan=0.0).sum(dim=1)
+    ratio = torch.nan_to_num(ratio_peak.double().view(n_groups, group_size), nan=-math.inf).amax(dim=1)
+    picked = set(range(n)) | set(kl.topk(n).indices.tolist()) | set(ratio.topk(n).indices.tolist())
+    return sorted(picked)
 
 
 def reference(row: dict) -> str | None:

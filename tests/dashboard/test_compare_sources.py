@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+import streamlit as st
 
 from grpo_lab.dashboard.views import charts
 from grpo_lab.dashboard.views.compare import compare_view
@@ -42,3 +43,12 @@ def test_a_series_of_one_point_gets_its_point_marked():
     assert any(m.get("point") for m in marks)
     marks = [layer["mark"] for layer in charts.line_chart(many, title="t", x_title="x", style=charts.LineStyle(smoothing=False))["layer"]]
     assert not any(m.get("point") for m in marks)
+
+
+def test_the_config_diff_says_where_a_value_came_from_in_the_pages_language(monkeypatch):
+    a = RunInfo("a", Path("a"), None, {"beta": 0.0, "lr": 2e-3, "sources": {"beta": "command line", "lr": "task default (arithmetic)"}})
+    b = RunInfo("b", Path("b"), None, {"beta": 0.04, "lr": 1e-3, "sources": {"beta": "default", "lr": "config file"}})
+    monkeypatch.setitem(st.session_state, "lang", "zh")
+    diff = compare_view.config_diff([a, b]).set_index("option")
+    assert diff.loc["beta", "a"] == "0.0  (命令行)" and diff.loc["beta", "b"] == "0.04  (默认值)"
+    assert diff.loc["lr", "a"] == "0.002  (任务默认值 (arithmetic))" and diff.loc["lr", "b"] == "0.001  (配置文件)"

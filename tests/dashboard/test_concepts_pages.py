@@ -88,6 +88,12 @@ def test_page_loads(name, lang, no_runs):
     assert at.title[0].value == TITLES[name][0 if lang == "en" else 1]
 
 
+@pytest.mark.parametrize("lang, menu", [("en", "**Algorithm**"), ("zh", "**算法**")])
+def test_ppo_page_without_runs_points_to_the_launch_forms_algorithm_menu(lang, menu, no_runs):
+    at = page("ppo_vs_grpo", lang)
+    assert menu in text_of(at)
+
+
 # --- group advantage --------------------------------------------------------------------------
 
 

@@ -69,3 +69,14 @@ def test_the_step_axis_is_not_formatted_with_g():
     fmt = spec["encoding"]["x"]["axis"]["format"]
     assert not fmt.rstrip().endswith(("g", "s", "e", "r")) and fmt.endswith("f")
     assert math.isclose(spec["encoding"]["x"]["axis"]["tickMinStep"], 1)
+
+
+def test_a_variant_keeps_its_colour_on_a_chart_where_another_has_no_line():
+    """beta=0 measured no KL: on the KL chart beta=0.04 is the only line and must keep the colour it has
+    on the reward chart (Vega hands colours out in the order of the data's values otherwise)."""
+    from grpo_lab.dashboard.views.compare.variants_view import band_chart
+
+    only = pd.DataFrame({"x": [1], "mean": [0.1], "low": [0.0], "high": [0.2], "variant": ["beta=0.04"], "n": [2]})
+    colour = band_chart(only, None, title="t", x_title="step", domain=["beta=0", "beta=0.04"])["encoding"]["color"]
+    assert colour["scale"]["domain"] == ["beta=0", "beta=0.04"]  # its place, hence its colour, is the page's
+    assert colour["legend"]["values"] == ["beta=0.04"]  # and the legend names only the line drawn

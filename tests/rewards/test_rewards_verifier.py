@@ -158,3 +158,14 @@ def test_correctness_is_fast_on_a_training_batch():
     per_batch = (time.perf_counter() - start) / 20
     assert scores == [float(i % 2) for i in range(64)]
     assert per_batch < 0.05, f"{per_batch * 1e3:.1f} ms per batch of 64"
+
+
+def test_a_completion_cut_off_mid_word_is_no_answer():
+    """The tiny model's completions cut at max_new_tokens ("1r2r") were read as their first digits
+    by math-verify (and as their last number standing alone without it): a right answer."""
+    completions = ["1r2r", "7r", "2wo", "2pj1", "5*u7", "1?1p", "7", "5cm", "so 3+4=7", "3rd"]
+    golds = ["1", "7", "2", "2", "5", "1", "7", "5", "7", "3"]
+    assert correct(["q"] * 10, completions, answer=golds) == [0.0] * 6 + [1.0] * 4
+    assert rewards.build("correctness", symbolic=False)(["q"] * 2, ["1r2r", "7"], answer=["1", "7"]) == [0.0, 1.0]
+    why = rewards.verifier.explain("1r2r", "1")
+    assert (why["path"], why["reason"]) == ("no answer", "the last number is run into letters (r2r)")

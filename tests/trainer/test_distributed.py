@@ -193,7 +193,8 @@ def test_scalars_are_global(runs):
     assert (tokens == samples.groupby("step")["length"].sum() * 4).all()
     clipped = histograms["clipped_low"] + histograms["clipped_high"]
     assert (scalars["clip/total"] * tokens).round().astype(int).tolist() == clipped.tolist()
-    assert sorted(read_table(runs / "two", "tokens")["group"].unique()) == [0, 1]  # token_detail_groups 2
+    detailed = set(read_table(runs / "two", "tokens")["group"])  # token_detail_groups 2: the first two, the most KL, ratio
+    assert {0, 1} <= detailed <= {0, 1, 2, 3}
 
 
 # --- refusals ------------------------------------------------------------------------------------

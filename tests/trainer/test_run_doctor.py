@@ -31,6 +31,7 @@ def kinds(findings):
     ("grad/norm", doctor.GRAD_FACTOR * 0.99, doctor.GRAD_FACTOR * 1.01, "grad_explosion", "warning"),
     ("entropy/mean", doctor.ENTROPY_LOW * 1.01, doctor.ENTROPY_LOW * 0.99, "entropy_collapse", "warning"),
     ("completion/repetitive_frac", 0.5, 0.51, "degenerate_text", "warning"),
+    ("completion/truncated_rewarded_frac", doctor.REWARDED_TRUNCATED, 0.03, "rewarded_truncation", "warning"),
     ("loss/total", 1e30, math.inf, "non_finite", "critical"),
     ("grad/norm", 1.0, math.nan, "non_finite", "critical"),
 ])

@@ -9,7 +9,7 @@ from grpo_lab.dashboard import ui
 from grpo_lab.dashboard import launch_form
 from grpo_lab.launching import launcher
 from grpo_lab.dashboard.reading import data
-from grpo_lab.dashboard.views.runs import runs_view
+from grpo_lab.dashboard.views.runs import import_view, runs_view
 from grpo_lab.dashboard.i18n import t
 
 st.title("🗂️ " + t("nav.runs"))
@@ -23,3 +23,5 @@ with ui.guard(t("nav.runs")):
         st.fragment(runs_view.watch, run_every=runs_view.WATCH_S)(runs_view.mark(listing))
     with st.expander(t("runs.start_expander"), expanded=False):
         launch_form.form(data.runs_dir())
+    with st.expander(t("import.expander"), expanded=False):  # a TRL or verl run, as the command line imports it
+        import_view.form(data.runs_dir())

@@ -53,11 +53,16 @@ def sweep_variants(sweep: str) -> dict[str, list[RunInfo]]:
 
 def runs_as_variants(runs: list[RunInfo]) -> dict[str, list[RunInfo]]:
     """Runs launched one by one grouped into variants: equal configs apart from seed and name
-    (variants.variant_key); a group is labelled by its first run's name."""
+    (variants.variant_key); a group is labelled by the options it differs in (`beta=0.0`), else by its
+    first run's name."""
     by_name = {r.name: r for r in runs}
-    groups = variants.group_variants({r.name: r.config or {} for r in runs})
-    return {names[0] + (f" (+{len(names) - 1})" if len(names) > 1 else ""): [by_name[n] for n in names]
-            for names in groups.values()}
+    groups = list(variants.group_variants({r.name: r.config or {} for r in runs}).values())
+    labels = variants.differing_labels([by_name[names[0]].config or {} for names in groups])
+    out = {}
+    for names, label in zip(groups, labels):
+        label = label if label and label not in out else names[0]
+        out[label + (f" (+{len(names) - 1})" if len(names) > 1 and label == names[0] else "")] = [by_name[n] for n in names]
+    return out
 
 
 def _seed(r: RunInfo) -> int:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import yaml
 
-from grpo_lab.dashboard.i18n import LOCALES, lang, t
+from grpo_lab.dashboard.i18n import DEFAULT, LOCALES, lang, t, texts
 from grpo_lab.rundir import metrics as registry
 
 MEANINGS = LOCALES / "metric_meanings"
@@ -59,8 +59,13 @@ def short_meaning(row: registry.Metric) -> str:
 
 
 def meaning(row: registry.Metric) -> str:
-    """`row`'s short meaning in the current language (English where no translation exists)."""
-    return translated_meanings(lang()).get(row.names[0]) or short_meaning(row)
+    """`row`'s short meaning in the current language (English where no translation exists), as plain
+    text: a chart's subtitle shows a backtick as it is.
+
+    >>> meaning(registry.ROWS["clip/total"])
+    'clip/low + clip/high'
+    """
+    return (translated_meanings(lang()).get(row.names[0]) or short_meaning(row)).replace("`", "")
 
 
 def _rows(names: tuple[str, ...]) -> list[registry.Metric]:
@@ -100,8 +105,10 @@ def panels(columns: list[str]) -> list[Panel]:
         if not drawn:
             continue
         present = tuple(n for n in spec.names if registry.columns_of(n, columns))
-        out.append(Panel(t(f"panel.{spec.id}.title"), drawn, subtitle(present), y_title(present), ratio=spec.ratio,
-                         stacked=spec.stacked, section=spec.section))
+        normal = f"panel.{spec.id}.normal"  # what a healthy run reads here, where a figure alone says nothing
+        hint = textwrap.wrap(t(normal), SUBTITLE_WIDTH) if normal in texts(DEFAULT) else []
+        out.append(Panel(t(f"panel.{spec.id}.title"), drawn, subtitle(present) + hint, y_title(present),
+                         ratio=spec.ratio, stacked=spec.stacked, section=spec.section))
     return out
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from playwright.sync_api import expect
 
-from browser_helpers import (assert_page_whole, grid_rows, locale, streamlit_server, to_chinese, type_to_choose,
+from browser_helpers import (assert_page_whole, grid_rows, literal, locale, streamlit_server, to_chinese, type_to_choose,
                              wait_idle)
 from grpo_lab.rundir.layout import RunPaths, write_json_atomic
 from grpo_lab.rundir.writer import RunWriter
@@ -90,7 +90,7 @@ def test_a_sweep_does_not_compare_a_kl_that_beta_0_did_not_measure(kl_server, pa
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_compare_shows_a_beta_0_runs_final_kl_as_absent(kl_server, page, lang):
+def test_compare_says_a_beta_0_runs_final_kl_is_not_measured_and_single_seeds_cannot_be_compared(kl_server, page, lang):
     url, names = kl_server
     zero, other = names[0], names[3]  # the beta=0 run that logged KL 0, a beta=0.04 run
     page.goto(f"{url}/compare?runs={zero},{other}")
@@ -103,5 +103,10 @@ def test_compare_shows_a_beta_0_runs_final_kl_as_absent(kl_server, page, lang):
     run_at, kl_at = head.index(run), head.index(final_kl)
     kl = {r[run_at]: r[kl_at] for r in rows}
     assert float(kl[other]) == pytest.approx(0.05 * STEPS), kl  # the cell's value (shown as 0.3000)
-    assert kl[zero] == "", kl  # absent (an empty cell), not 0
+    assert kl[zero] == locale(lang)["compare.not_measured"], kl  # said, not a blank nor 0
+    # two configs of one seed each: said before any curve, each named by the option it differs in
+    caution = page.get_by_test_id("stAlert").filter(has_text=literal("compare.too_few_seeds", lang)[:15])
+    expect(caution).to_contain_text("beta=0.0")
+    expect(caution).to_contain_text("beta=0.04")
+    expect(page.get_by_role("link", name=locale(lang)["compare.add_seeds"][:20])).to_be_visible()
     assert_page_whole(page, chinese=lang == "zh")

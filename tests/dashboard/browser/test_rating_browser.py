@@ -67,3 +67,20 @@ def test_two_pages_rating_at_once_lose_nothing(rating_server, browser):
         ("pat", [0.0, 1.0, 0.0, 1.0]), ("sam", [0.0, 1.0, 0.0, 1.0])]
     for page in pages:
         page.context.close()
+
+
+def test_enter_moves_on_from_an_ordered_step_and_says_not_trained_once(rating_server, browser):
+    """Opened from a curve or a finding (the step's groups in an ordering), Enter saves and opens the
+    next unrated group too; a run that does not train on ratings says so once, not again in the saved line."""
+    url, run = rating_server
+    page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+    page.goto(f"{url}/groups?run=rated&labeler=bob&step=2&sort=reward")
+    wait_idle(page)
+    expect(page.get_by_role("heading", name="group 0", exact=False)).to_be_visible()
+    page.get_by_label(KEYS, exact=False).click()
+    page.keyboard.type("1011")
+    page.keyboard.press("Enter")
+    expect(page.get_by_text("Saved 4 ratings for step 2, group 0.")).to_be_visible()
+    expect(page.get_by_role("heading", name="group 1", exact=False)).to_be_visible()  # moved on
+    expect(page.get_by_text("does not train on ratings", exact=False)).to_have_count(1)
+    page.context.close()

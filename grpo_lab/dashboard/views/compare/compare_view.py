@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from grpo_lab.dashboard import ui
+from grpo_lab.dashboard import pages, ui
 from grpo_lab.launching import launcher
-from grpo_lab.dashboard.reading import data
-from grpo_lab.dashboard.views import charts, series
+from grpo_lab.dashboard.reading import data, variants_data
+from grpo_lab.dashboard.views import charts, markup, series
 from grpo_lab.dashboard.views.compare import compare_completions_view, fork_lines
 from grpo_lab.dashboard.views.runs import annotations_view
 from grpo_lab.dashboard.i18n import t
@@ -66,10 +66,28 @@ def summary(runs: list[RunInfo]) -> pd.DataFrame:
             "run": r.name, "state": ui.state_label(r.state), "algo": r.get("algo", "—"),
             "steps": f"{r.step} / {r.total_steps or '?'}",
             "final reward": last("reward/mean"), "best reward": best, "best at step": best_step,
-            "final KL": last("kl/mean"), "final clip fraction": last("clip/total"),
+            # beta 0: no reference model, no KL: said, not a blank that reads like 0
+            "final KL": (t("compare.not_measured") if "kl/mean" in variants.unmeasured(r.config)
+                         else "—" if np.isnan(kl := last("kl/mean")) else f"{kl:.4f}"),
+            "final clip fraction": last("clip/total"),
             "wall time": ui.duration(ui.run_duration(r)),
         })
     return pd.DataFrame(rows)
+
+
+SOURCE_KEYS = {"command line": "compare.source_command_line", "config file": "compare.source_config_file",
+               "default": "compare.source_default", "resumed run": "compare.source_resumed"}
+
+
+def source_name(source: str) -> str:
+    """Where an option's value came from (config.json's sources), in the page's language;
+    "task default (arithmetic)" as "<task default> (arithmetic)", anything else as written."""
+    head, _, rest = str(source).partition(" (")
+    if source in SOURCE_KEYS:
+        return t(SOURCE_KEYS[source])
+    if head in ("task default", "model default"):
+        return t(f"compare.source_{head.split()[0]}_default") + " (" + rest
+    return str(source)
 
 
 def config_diff(runs: list[RunInfo]) -> pd.DataFrame:
@@ -91,9 +109,19 @@ def config_diff(runs: list[RunInfo]) -> pd.DataFrame:
     differing = {k: v for k, v in rows.items() if len(set(v.values())) > 1}
     # where each differing value came from (config.json's sources; absent in older runs)
     sources = {r.name: (r.config or {}).get(SOURCES_KEY) or {} for r in runs}
-    shown = {k: {n: v + (f"  ({sources[n][k]})" if isinstance(sources[n], dict) and sources[n].get(k) else "")
+    shown = {k: {n: v + (f"  ({source_name(sources[n][k])})" if isinstance(sources[n], dict) and sources[n].get(k) else "")
                  for n, v in row.items()} for k, row in differing.items()}
     return pd.DataFrame.from_dict(shown, orient="index").rename_axis("option").reset_index()
+
+
+def seeds_caution(runs: list[RunInfo]) -> None:
+    """Said before any curve: configs run with one seed cannot be compared yet (the variants verdict
+    needs 2 seeds each), and where to add seeds."""
+    groups = variants_data.runs_as_variants(runs) if len(runs) >= 2 else {}
+    single = [label for label, members in groups.items() if len(members) < 2]
+    if len(groups) >= 2 and single:
+        st.warning(t("compare.too_few_seeds", variants=", ".join(f"**{markup.md(label)}**" for label in single)))
+        st.page_link(pages.path("runs"), label=t("compare.add_seeds"), icon=pages.icon("runs"))
 
 
 def curves(runs: list[RunInfo], chosen: list[str], x_mode: str, smoothing: float) -> None:
@@ -134,6 +162,7 @@ def render() -> None:
     by_name = {r.name: r for r in all_runs}
     runs = [by_name[n] for n in chosen_runs if n in by_name]  # in the order picked
     annotations_view.compare_lines(runs)  # each run's tags and note (set on the Runs page)
+    seeds_caution(runs)
     if len(runs) < 2:
         st.info(t("compare.pick_two"))
         if not runs:
@@ -150,7 +179,7 @@ def render() -> None:
     st.subheader(t("compare.summary"))
     table = summary(runs)
     st.dataframe(table, hide_index=True, column_config=ui.column_config(table.columns, formats={
-        c: "%.4f" for c in ("final reward", "best reward", "final KL", "final clip fraction")}))
+        c: "%.4f" for c in ("final reward", "best reward", "final clip fraction")}))
     st.subheader(t("compare.config"))
     diff = config_diff(runs)
     if diff.empty:

@@ -40,11 +40,15 @@ def metric_names() -> dict[str, str]:
 
 
 def band_chart(bands: pd.DataFrame, seeds: pd.DataFrame | None, *, title: str, x_title: str,
-               height: int = 220) -> Spec:
+               height: int = 220, domain: list[str] | None = None) -> Spec:
     """bands: variant, x, mean, low, high (one variant per colour); seeds: variant, run, x, value,
-    drawn as faint lines under the band (None: not drawn)."""
-    colour: Spec = {"field": "variant", "type": "nominal", "title": None, "scale": {"scheme": "tableau10"},
-                    "legend": {"orient": "bottom", "labelLimit": 260}}
+    drawn as faint lines under the band (None: not drawn). domain: every variant of the page, in
+    order, so each keeps its colour on every chart (beta=0's absent KL must not pass its colour on)."""
+    scale: Spec = {"scheme": "tableau10", **({"domain": domain} if domain else {})}
+    drawn = [v for v in (domain or []) if v in set(bands["variant"])] if "variant" in bands else []
+    colour: Spec = {"field": "variant", "type": "nominal", "title": None, "scale": scale,
+                    # the legend names the lines drawn here only: a variant without one is not listed
+                    "legend": {"orient": "bottom", "labelLimit": 260, **({"values": drawn} if domain else {})}}
     layers: list[Spec] = []
     if seeds is not None and not seeds.empty:
         layers.append({"data": {"name": "seeds"},
@@ -131,7 +135,8 @@ def render(groups: dict[str, list[RunInfo]], heading: str, summary: str | None =
                             key="var_metrics")
     for metric in chosen:
         bands, per_seed = variants_data.bands(key, metric, x_mode, seeds)
-        st.vega_lite_chart(spec=band_chart(bands, per_seed, title=chart_title(metric), x_title=x_names()[x_mode]),
+        st.vega_lite_chart(spec=band_chart(bands, per_seed, title=chart_title(metric), x_title=x_names()[x_mode],
+                                           domain=list(groups)),
                            key=f"var_chart_{metric}")
     st.subheader(t("variants.table"))
     threshold = st.number_input(t("variants.threshold"), value=0.5, step=0.05, key="var_threshold",

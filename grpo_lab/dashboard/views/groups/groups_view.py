@@ -70,7 +70,12 @@ def find(run: str, mode: str, current_prompt: str | None) -> Target | None:
             options = [g for g in figures if g in labels] + [g for g in labels if g not in figures]
             first = options[0]
         key = f"groups_pick_{step}" if sort == group_order.GROUP else f"groups_pick_{step}_{sort}"
-        g = c2.selectbox(t("groups.pick", n=len(groups), step=step), options, index=options.index(first),
+        goto = st.session_state.pop(rating.GOTO_KEY, None)  # rating's Enter: the next unrated group
+        if goto is not None and goto[0] == int(step) and goto[1] in options:
+            st.session_state[key] = goto[1]
+        # index only where the state has no pick: both would draw Streamlit's "set via the Session State API" warning
+        g = c2.selectbox(t("groups.pick", n=len(groups), step=step), options,
+                         index=0 if key in st.session_state else options.index(first),
                          format_func=labels.get, key=key)
         return int(step), int(g)
     if mode == "search":
@@ -275,7 +280,8 @@ def render(info: RunInfo) -> None:
                "positive": t("groups.find.positive"), "negative": t("groups.find.negative"),
                "search": t("groups.find.search"), "prompt": t("groups.find.prompt")}
     groups_order.follow_address()  # a link from Live or a doctor finding: its step and ordering
-    mode = st.segmented_control(t("groups.find"), list(finders), format_func=finders.get, default="step",
+    st.session_state.setdefault("groups_mode", "step")  # a default beside rating's go_to would draw a warning
+    mode = st.segmented_control(t("groups.find"), list(finders), format_func=finders.get,
                                 key="groups_mode", required=True) or "step"
     if rating.show_waiting(info) and not queries.sample_steps(info.name)[0]:
         return  # the trainer waits on its first step: that is all there is, no "no samples yet" beside it

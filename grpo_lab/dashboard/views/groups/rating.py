@@ -128,7 +128,7 @@ def _on_keys(info: RunInfo, who: str, step: int, group: int, size: int, scale: s
         return
     st.session_state[key] = ""
     st.session_state["rating_saved"] = (t("rating.saved", n=sum(s is not None for s in scores), step=step, group=group)
-                                        + " " + counts_line(info, step, saved=True))
+                                        + " " + counts_line(info, step, saved=True)).strip()
     if after is not None:
         after()
 
@@ -146,8 +146,8 @@ def _on_order(info: RunInfo, who: str, step: int, group: int, size: int, key: st
         st.session_state["rating_error"] = str(exc)
         return
     st.session_state[key] = ""
-    st.session_state["rating_saved"] = t("rating.ranked", n=len(order), step=step, group=group) + " " + counts_line(
-        info, step, saved=True)
+    st.session_state["rating_saved"] = (t("rating.ranked", n=len(order), step=step, group=group) + " " + counts_line(
+        info, step, saved=True)).strip()
 
 
 def scale_picker(info: RunInfo) -> str:
@@ -212,8 +212,8 @@ def trains_on_ratings(info: RunInfo) -> bool:
 def counts_line(info: RunInfo, step: int, saved: bool = False) -> str:
     """Whether a rating of `step` given now can still count for its reward, and which step the
     trainer waits on: said before a rating (the rating section) and after it (the saved message)."""
-    if not trains_on_ratings(info):
-        return t("rating_late.not_trained")
+    if not trains_on_ratings(info):  # said once, above the controls; not again in the saved message
+        return "" if saved else t("rating_late.not_trained")
     waiting = active_wait(info)
     if waiting is not None and waiting["step"] == step:
         return t("rating_late.counts", step=step)
@@ -243,11 +243,15 @@ def unrated_groups(info: RunInfo, who: str) -> list[tuple[int, int]]:
     return [(int(s), int(g)) for s, g in zip(found["step"], found["group"]) if (int(s), int(g)) not in done]
 
 
+GOTO_KEY = "groups_goto"  # (step, group) the next unrated group, for whichever picker draws that step
+
+
 def go_to(step: int, group: int) -> None:
     """Point the Groups page's step finder at (step, group); call from a callback (before its widgets)."""
     st.session_state["groups_mode"] = "step"
     st.session_state["groups_step"] = step
     st.session_state[f"groups_pick_{step}"] = group
+    st.session_state[GOTO_KEY] = (step, group)  # the picker of an ordering (sort=kl, ...) has a key of its own
 
 
 def _next_unrated(info: RunInfo, who: str, current: tuple[int, int]) -> None:

@@ -152,6 +152,8 @@ def render(run: str, x_mode: str, smoothing: float, extra: list[str], was_active
     info = data.run(run)
     if was_active and info.state not in data.ACTIVE_STATES:
         st.rerun(scope="app")  # the run ended: redraw the page once more, without the timer
+    if st.session_state.get(ui.PICKER_STATE, (run, info.state)) != (run, info.state):
+        st.rerun(scope="app")  # starting -> running: the picker above says what State says
     frame = data.scalars(run)
     header(info, frame)
     doctor_banner(run, info)
@@ -169,9 +171,13 @@ def render(run: str, x_mode: str, smoothing: float, extra: list[str], was_active
     numbered = list(enumerate(panels))  # chart keys by place in the whole list: stable while sections open and close
     draw = functools.partial(draw_panels, run=run, frame=frame, x_mode=x_mode, smoothing=smoothing, bounds=(low, high))
     draw([(i, p) for i, p in numbered if p.section == "overview"])
+    no_gap = sampler_gap(frame.df)
     for section, name in section_names().items():
         inside = [(i, p) for i, p in numbered if p.section == section]
         if not inside:
+            continue
+        if section == "sampler" and no_gap is not None:  # charts of 1e-6 noise would read as a finding
+            st.caption(t("live.sampler_no_gap", name=name, gap=f"{no_gap:.1g}"))
             continue
         label = t("live.section", name=name, panels=" · ".join(p.title for _, p in inside))
         if (box := lazy_expander(label, open_key(section))) is not None:
@@ -180,10 +186,31 @@ def render(run: str, x_mode: str, smoothing: float, extra: list[str], was_active
     if (missing := not_logged(info)) is not None:
         st.caption(t("live.not_logged", head=missing[0], what=missing[1]))
     histogram_section(run, low, high, missing is not None)
-    mismatch_section(run)
+    if no_gap is None:
+        mismatch_section(run)
     st.caption(t("live.read", rows=frame.new_rows, steps=len(frame.df), time=time.strftime("%H:%M:%S")))
     if (stride := series.bucket_size(len(frame.df))) > 1:  # downsampled (series.minmax_indices): said so
         st.caption(t("live.downsampled", stride=stride, points=series.MAX_POINTS))
+
+
+NO_GAP = 1e-3  # |log pi_old - log pi_sampler| below this on every step: float round-off, not two models
+
+
+def sampler_gap(df: pd.DataFrame) -> float | None:
+    """The run's largest |log w| when its sampler is its trainer (every step's mismatch/logp_diff_max
+    under NO_GAP, no token outside [0.9, 1.1]): the gap is round-off. None when there is a gap, or
+    nothing was logged to tell.
+
+    >>> sampler_gap(pd.DataFrame({"mismatch/logp_diff_max": [2e-6, 4e-6], "mismatch/out_frac": [0.0, 0.0]}))
+    4e-06
+    >>> sampler_gap(pd.DataFrame({"mismatch/logp_diff_max": [2e-6, 0.3], "mismatch/out_frac": [0.0, 0.1]}))
+    """
+    diff = df.get("mismatch/logp_diff_max")
+    if diff is None or diff.dropna().empty:
+        return None
+    out = df.get("mismatch/out_frac", pd.Series([0.0]))
+    gap = float(diff.max())
+    return gap if gap < NO_GAP and float(out.fillna(0).max()) == 0 else None
 
 
 def histogram_section(run: str, low: float, high: float, foreign: bool = False) -> None:

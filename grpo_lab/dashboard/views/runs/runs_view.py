@@ -53,7 +53,8 @@ def _run_row(r, tags: tuple[str, ...]) -> dict:
     reward = data.latest(data.scalars(r.name), "reward/mean") if r.status else None
     return {"name": r.name, "algo": str(r.get("algo", "—")), "model": r.get("model", "—"), "task": r.get("task", "—"),
             "state": ui.run_state_label(r), "tags": " ".join(tags),
-            "progress": min(r.step / r.total_steps, 1.0) if r.total_steps > 0 else 0.0,
+            # whole percents: "92%", as the sweeps' rows say it (not "91.67%")
+            "progress": round(100 * min(r.step / r.total_steps, 1.0)) if r.total_steps > 0 else 0,
             "step": f"{r.step} / {r.total_steps or '?'}",
             # text, "—" where there is none: the table would print a missing number as "None", in any language
             "latest reward": f"{reward:.3f}" if reward is not None and math.isfinite(reward) else "—",
@@ -69,7 +70,7 @@ def _launch_row(p) -> dict:
     step = t("runs.step_queued", total=total) if total and state in ("queued", "queued elsewhere") else \
         f"0 / {total}" if total else "—"
     return {"name": p.name, "algo": plan.algo or "—", "model": plan.model or "—", "task": plan.task or "—",
-            "state": ui.state_label(state), "tags": "", "progress": 0.0, "step": step, "latest reward": "—",
+            "state": ui.state_label(state), "tags": "", "progress": 0, "step": step, "latest reward": "—",
             "doctor": "", "processes": "—", "started": _started(p.started_at), "duration": "—"}
 
 
@@ -112,6 +113,9 @@ def actions(name: str, runs, pending) -> None:
                                   (cols[2], "compare", {"runs": name})):
             col.page_link(pages.path(page), label=t(pages.PAGES[page].title), icon=pages.icon(page),
                           query_params=params, width="stretch")
+    if info is None and pend is not None:  # just started: its Live says it waits, then shows the run
+        cols[0].page_link(pages.path("live"), label=t(pages.PAGES["live"].title), icon=pages.icon("live"),
+                          query_params={"run": name}, width="stretch")
     state = info.state if info else sweeps_view.launch_state(pend)
     if state in data.ACTIVE_STATES or state == "launching":
         cols[3].button(t("runs.stop"), key="stop", type="primary", width="stretch", on_click=act, args=("stop", name))
@@ -273,8 +277,8 @@ def render(was_active: bool) -> None:
     st.dataframe(shown, hide_index=True, key="runs_table", on_select="rerun", selection_mode="single-row",
                  column_config={
                      **ui.column_config(shown.columns, labels={"tags": t("col.tags")}),
-                     "progress": st.column_config.ProgressColumn(t("col.progress"), min_value=0.0, max_value=1.0,
-                                                                 format="percent"),
+                     "progress": st.column_config.ProgressColumn(t("col.progress"), min_value=0, max_value=100,
+                                                                 format="%d%%"),
                  })
     names = shown["name"].tolist()  # the table's rows: a click picks one of them
     if not names:
