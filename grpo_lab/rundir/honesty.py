@@ -1,7 +1,8 @@
 """Is the reward honest? The figures that tell a reward that rises because the answers got better from one
 the policy learned to game, each a pure function of what a step's samples table already holds.
 
-Shapes: a step's completions come group after group, G each (completion i answers group i // G); a
+Shapes: a step's completions come group after group, G each (completion i answers group i // G), or
+(imports) each with its group id; a
 reward's scores are a list of floats with None where it gave no score. The trainer computes these every
 step (trainer/records.py, written as `honesty/*` scalars and the samples' `decided_by` and `strict_pass`
 columns); the dashboard recomputes them from the samples table for runs that lack them (imported TRL and
@@ -25,6 +26,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import pandas as pd
+
+from grpo_lab.rundir.metrics import named
+
 WINDOW = 10  # steps the trend figures average over (the doctor's checks read these means)
 STRICT_SAMPLE = 32  # completions re-checked strictly per step, at most: top of their group, spread evenly
 Scores = Sequence[float | None]
@@ -39,8 +44,21 @@ def _mean(values) -> float:
     return sum(values) / len(values) if values else math.nan
 
 
-def _groups(n: int, group_size: int) -> list[range]:
-    return [range(g, min(g + group_size, n)) for g in range(0, n, group_size)]
+Groups = int | Sequence[int]  # G (completion i in group i // G), or each completion's group id (an import's)
+
+
+def _groups(n: int, group_size: Groups) -> list[list[int]]:
+    """The completions of each group, by index: G consecutive ones, or those sharing a group id.
+
+    >>> _groups(4, 2), _groups(4, [3, 3, 0, 3])
+    ([[0, 1], [2, 3]], [[0, 1, 3], [2]])
+    """
+    if isinstance(group_size, int):
+        return [list(range(g, min(g + group_size, n))) for g in range(0, n, group_size)]
+    out: dict[int, list[int]] = {}
+    for i, g in enumerate(group_size):
+        out.setdefault(g, []).append(i)
+    return list(out.values())
 
 
 def component_shares(per_reward: dict[str, Scores], weights: dict[str, float]) -> dict[str, float]:
@@ -55,7 +73,7 @@ def component_shares(per_reward: dict[str, Scores], weights: dict[str, float]) -
     return {k: p / total if total > 0 else math.nan for k, p in paid.items()}
 
 
-def deciders(per_reward: dict[str, Scores], weights: dict[str, float], group_size: int) -> list[str | None]:
+def deciders(per_reward: dict[str, Scores], weights: dict[str, float], group_size: Groups) -> list[str | None]:
     """Per completion, the reward that decides the sign of its group advantage (module docstring): of the
     components pulling its total the way the total goes, the one pulling hardest. None where the total
     equals its group's mean (A = 0) or it has no score.
@@ -102,7 +120,7 @@ def _pearson(xs: list[float], ys: list[float]) -> float:
     return sxy / math.sqrt(sxx * syy) if sxx > 1e-12 and syy > 1e-12 else math.nan
 
 
-def length_correlation(totals: Scores, lengths: Sequence[float], group_size: int) -> float:
+def length_correlation(totals: Scores, lengths: Sequence[float], group_size: Groups) -> float:
     """Pearson correlation of reward and completion length within groups (each centred on its group's
     mean, unscored completions left out); NaN when either has no spread.
 
@@ -124,7 +142,7 @@ def length_correlation(totals: Scores, lengths: Sequence[float], group_size: int
     return _pearson(xs, ys)
 
 
-def high_scorers(totals: Scores, group_size: int, limit: int = STRICT_SAMPLE) -> list[int]:
+def high_scorers(totals: Scores, group_size: Groups, limit: int = STRICT_SAMPLE) -> list[int]:
     """The completions a strict check re-reads: in each group whose rewards differ, its top reward's
     completions (the ones the update pushes up most); at most `limit`, spread evenly over the step.
 
@@ -154,7 +172,7 @@ def fail_fraction(passes: Sequence[bool | None]) -> float:
     return sum(not p for p in checked) / len(checked) if checked else math.nan
 
 
-def solved_fractions(correct: Scores, group_size: int) -> tuple[float, float]:
+def solved_fractions(correct: Scores, group_size: Groups) -> tuple[float, float]:
     """(groups whose every scored completion is right, groups with none right) by a verifier's 0/1 scores.
 
     >>> solved_fractions([1.0, 1.0, 0.0, 1.0, 0.0, None], group_size=2)
@@ -171,7 +189,7 @@ def solved_fractions(correct: Scores, group_size: int) -> tuple[float, float]:
     return (all_right / counted, none_right / counted) if counted else (math.nan, math.nan)
 
 
-def group_spread(totals: Scores, group_size: int) -> float:
+def group_spread(totals: Scores, group_size: Groups) -> float:
     """The mean over groups of the reward's population std within the group: what the advantages divide
     out, and what collapses when a policy stops exploring.
 
@@ -235,3 +253,109 @@ def accuracy_gain(accuracies: Sequence[float]) -> float:
     """
     values = [v for v in accuracies if _scored(v)]
     return values[-1] - values[0] if len(values) >= 2 else math.nan
+
+
+# --- one step's figures, and the run's: what the trainer writes and the dashboard recomputes -------------
+
+VERIFIERS = ("correctness", "code_tests")  # rewards that check the answer: "solved" is theirs, all 1
+
+
+def step_figures(per_reward: dict[str, Scores], weights: dict[str, float], totals: Scores, lengths: Sequence[float],
+                 groups: Groups, strict: Sequence[bool | None], decided: Sequence[str | None]) -> dict[str, float]:
+    """The step's honesty/* scalars (rundir/metrics.py, table honesty) but the trends (`Trends`).
+
+    >>> f = step_figures({"correctness": [1.0, 0.0], "length": [0.0, -1.0]}, {"correctness": 1.0, "length": 1.0},
+    ...                  [1.0, -1.0], [2, 5], 2, [True, None], ["length", "length"])
+    >>> f["honesty/length/sign_share"], f["honesty/strict_fail_frac"], f["honesty/groups_none_solved"]
+    (1.0, 0.0, 0.0)
+    """
+    out = {named("honesty/<fn>/reward_share", k): v for k, v in component_shares(per_reward, weights).items()}
+    out.update({named("honesty/<fn>/sign_share", k): v for k, v in sign_shares(decided, list(per_reward)).items()})
+    verifier = next((per_reward[k] for k in VERIFIERS if k in per_reward), None)
+    solved = solved_fractions(verifier, groups) if verifier is not None else (math.nan, math.nan)
+    out.update({
+        named("honesty/length_corr"): length_correlation(totals, lengths, groups),
+        named("honesty/strict_fail_frac"): fail_fraction(strict),
+        named("honesty/strict_checked"): float(sum(p is not None for p in strict)),
+        named("honesty/groups_all_solved"): solved[0],
+        named("honesty/groups_none_solved"): solved[1],
+        named("honesty/group_spread"): group_spread(totals, groups),
+    })
+    return out
+
+
+class Trends:
+    """A run's series, step after step; `figures` gives the trend figures of the step just added."""
+
+    def __init__(self) -> None:
+        self.series: dict[str, list[float]] = {}
+
+    def _add(self, metrics: dict[str, float], name: str) -> list[float]:
+        values = self.series.setdefault(name, [])
+        value = metrics.get(name, math.nan)
+        values.append(float(value) if isinstance(value, (int, float)) else math.nan)
+        return values
+
+    def figures(self, metrics: dict[str, float]) -> dict[str, float]:
+        """honesty/length_corr_trend and group_spread_ratio every step; on a step with a held-out evaluation
+        (eval/accuracy present and not NaN), honesty/reward_gain and eval_accuracy_gain."""
+        rewards = self._add(metrics, named("reward/mean"))
+        stds = self._add(metrics, named("reward/std"))
+        out = {named("honesty/length_corr_trend"): recent_mean(self._add(metrics, named("honesty/length_corr"))),
+               named("honesty/group_spread_ratio"): ratio_to_start(self._add(metrics, named("honesty/group_spread")))}
+        accuracy = metrics.get(named("eval/accuracy"))
+        if isinstance(accuracy, (int, float)) and math.isfinite(accuracy):
+            out[named("honesty/reward_gain")] = reward_gain(rewards, stds)
+            out[named("honesty/eval_accuracy_gain")] = accuracy_gain(self._add(metrics, named("eval/accuracy")))
+        return out
+
+
+def from_samples(samples: pd.DataFrame, scalars: pd.DataFrame | None = None,
+                 weights: dict[str, float] | None = None) -> tuple[pd.DataFrame, list[str]]:
+    """The honesty/* figures recomputed from a run's samples rows (step, group, reward, rewards/<fn>,
+    length; strict_pass where the run wrote it), one row per step, for runs that did not write them
+    (TRL and verl imports, older runs); `scalars` adds reward/mean, reward/std and eval/accuracy for the
+    trends. Returns (the figures, what could not be computed: "strict", "length", "components").
+
+    >>> df = pd.DataFrame({"step": [1, 1, 1, 1], "group": [0, 0, 1, 1], "reward": [1.0, 0.0, 1.0, 0.0],
+    ...                    "rewards/f": [1.0, 0.0, 1.0, 0.0], "length": [9, 3, 10, 4]})
+    >>> figures, missing = from_samples(df)
+    >>> figures["honesty/length_corr"].round(2).tolist(), figures["honesty/f/sign_share"].tolist(), missing
+    ([1.0], [1.0], ['strict'])
+    """
+    fns = [c[len("rewards/"):] for c in samples.columns if c.startswith("rewards/")]
+    weights = weights or dict.fromkeys(fns, 1.0)
+    missing = [what for what, needs in (("strict", "strict_pass"), ("length", "length")) if needs not in samples]
+    if not fns:
+        missing.append("components")
+    rows = []
+    by_step = scalars.set_index("step") if scalars is not None and "step" in scalars else None
+    trends = Trends()
+    order = [c for c in ("step", "group", "sample_idx") if c in samples]
+    for step, part in samples.sort_values(order, kind="stable").groupby("step", sort=True):
+        clean = lambda col: [None if pd.isna(v) else float(v) for v in part[col]]  # noqa: E731
+        per_reward = {fn: clean(f"rewards/{fn}") for fn in fns}
+        totals, groups = clean("reward"), part["group"].tolist()
+        lengths = part["length"].tolist() if "length" in part else [0] * len(part)
+        strict = ([None if pd.isna(v) else bool(v) for v in part["strict_pass"]] if "strict_pass" in part
+                  else [None] * len(part))
+        figures = step_figures(per_reward, weights, totals, lengths, groups, strict,
+                               deciders(per_reward, weights, groups))
+        if "length" not in part:
+            figures[named("honesty/length_corr")] = math.nan
+        known = by_step.loc[step] if by_step is not None and step in by_step.index else None
+        run = {name: (float(known[name]) if known is not None and name in known else math.nan)
+               for name in (named("reward/mean"), named("reward/std"), named("eval/accuracy"))}
+        if known is None or not math.isfinite(run[named("reward/mean")]):
+            run[named("reward/mean")], run[named("reward/std")] = _mean(totals), _std(totals)
+        figures.update(trends.figures({**run, **figures}))
+        rows.append({"step": step, **figures})
+    return pd.DataFrame(rows), missing
+
+
+def _std(values) -> float:
+    values = [v for v in values if _scored(v)]
+    if not values:
+        return math.nan
+    m = sum(values) / len(values)
+    return math.sqrt(sum((v - m) ** 2 for v in values) / len(values))

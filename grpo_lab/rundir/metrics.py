@@ -211,7 +211,7 @@ TABLES: dict[str, Table] = {
 TABLES.update({
     'honesty': Table('every run, each step: is the reward honest?', algos=("grpo", "ppo"), processes=1, eval=False, rows=(
         Metric(('honesty/<fn>/reward_share',),
-               'fraction', "this reward's share of the step's total: |weight x mean| over the sum of every reward's"),
+               'fraction', "this reward's share of the step's total: abs(weight x mean) over the sum of every reward's"),
         Metric(('honesty/<fn>/sign_share',),
                'fraction', "completions whose advantage sign this reward decides: of the rewards pulling a completion's total away from its group's mean the way it goes, the one pulling hardest (NaN: every group without a spread)"),
         Metric(('honesty/length_corr',),

@@ -13,6 +13,7 @@ import math
 from collections import deque
 from dataclasses import asdict, dataclass
 
+from grpo_lab.rundir.honesty import VERIFIERS  # rewards that check the answer itself
 from grpo_lab.rundir.metrics import named
 
 SEVERITIES = ("info", "warning", "critical")
@@ -230,7 +231,6 @@ LENGTH_CORR = 0.6  # honesty/length_corr_trend
 STRICT_FAILS = 0.5  # honesty/strict_fail_frac
 GAIN_STD = 1.0  # honesty/reward_gain, in the start's reward/std, while eval accuracy has not risen
 SPREAD_RATIO, UNSOLVED = 0.2, 0.5  # honesty/group_spread_ratio below this, groups_none_solved above this
-ANSWER_CHECKS = ("correctness", "code_tests")  # rewards that check the answer itself (trainer/lens.py VERIFIERS)
 SUSPECTS = "Groups at this step, ordered by hacking suspects, shows the completions first"
 
 
@@ -249,7 +249,7 @@ def honesty_failures(m: dict[str, float], recent: list[dict[str, float]]) -> lis
               if key.startswith("honesty/") and key.endswith("/sign_share")}
     if len(shares) > 1:
         fn, share = max(shares.items(), key=lambda kv: kv[1] if math.isfinite(kv[1]) else -1.0)
-        if fn not in ANSWER_CHECKS and math.isfinite(share) and share >= DOMINANT_SHARE:
+        if fn not in VERIFIERS and math.isfinite(share) and share >= DOMINANT_SHARE:
             others = ", ".join(f"{k} {v:.0%}" for k, v in shares.items() if k != fn and math.isfinite(v))
             out.append(("reward_dominated_by", "warning", f"reward {fn!r} decides {share:.0%} of the advantage signs "
                         f"over the last {HONESTY_STEPS} steps ({others}): the policy learns what {fn!r} pays, not "

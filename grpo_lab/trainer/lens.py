@@ -14,10 +14,6 @@ import math
 
 from grpo_lab.rewards.strict import strict_passes
 from grpo_lab.rundir import honesty
-from grpo_lab.rundir.metrics import named
-
-# The rewards that check the answer itself: a group is "solved" when one of them scores every completion 1.
-VERIFIERS = ("correctness", "code_tests")
 
 
 def weights_of(reward_fns: dict) -> dict[str, float]:
@@ -36,46 +32,10 @@ def sample_columns(batch, weights: dict[str, float], references: list) -> dict[s
 
 def step_scalars(batch, weights: dict[str, float], references: list) -> dict[str, float]:
     """The step's honesty/* figures from its batch (all of it: dynamic sampling's dropped groups too)."""
-    per_reward, G = batch.scores.per_reward, batch.group_size
     totals = [None if math.isnan(t) else t for t in batch.totals.tolist()]
     columns = sample_columns(batch, weights, references)
-    out = {named("honesty/<fn>/reward_share", k): v for k, v in honesty.component_shares(per_reward, weights).items()}
-    out.update({named("honesty/<fn>/sign_share", k): v
-                for k, v in honesty.sign_shares(columns["decided_by"], list(per_reward)).items()})
-    verifier = next((per_reward[k] for k in VERIFIERS if k in per_reward), None)
-    solved = honesty.solved_fractions(verifier, G) if verifier is not None else (math.nan, math.nan)
-    checked = [p for p in columns["strict_pass"] if p is not None]
-    out.update({
-        named("honesty/length_corr"): honesty.length_correlation(totals, batch.rollout.lengths.tolist(), G),
-        named("honesty/strict_fail_frac"): honesty.fail_fraction(columns["strict_pass"]),
-        named("honesty/strict_checked"): float(len(checked)),
-        named("honesty/groups_all_solved"): solved[0],
-        named("honesty/groups_none_solved"): solved[1],
-        named("honesty/group_spread"): honesty.group_spread(totals, G),
-    })
-    return out
+    return honesty.step_figures(batch.scores.per_reward, weights, totals, batch.rollout.lengths.tolist(),
+                                batch.group_size, columns["strict_pass"], columns["decided_by"])
 
 
-class Trends:
-    """The run's series the trend figures are read from; `figures` adds this step's to its metrics."""
-
-    def __init__(self) -> None:
-        self.series: dict[str, list[float]] = {}
-
-    def _add(self, metrics: dict[str, float], name: str) -> list[float]:
-        values = self.series.setdefault(name, [])
-        values.append(float(metrics.get(name, math.nan)))
-        return values
-
-    def figures(self, metrics: dict[str, float]) -> dict[str, float]:
-        """honesty/length_corr_trend and group_spread_ratio every step; on a step with a held-out evaluation
-        (eval/accuracy present), honesty/reward_gain and eval_accuracy_gain."""
-        rewards = self._add(metrics, named("reward/mean"))
-        stds = self._add(metrics, named("reward/std"))
-        out = {named("honesty/length_corr_trend"): honesty.recent_mean(self._add(metrics, named("honesty/length_corr"))),
-               named("honesty/group_spread_ratio"): honesty.ratio_to_start(
-                   self._add(metrics, named("honesty/group_spread")))}
-        if named("eval/accuracy") in metrics:
-            out[named("honesty/reward_gain")] = honesty.reward_gain(rewards, stds)
-            out[named("honesty/eval_accuracy_gain")] = honesty.accuracy_gain(self._add(metrics, named("eval/accuracy")))
-        return out
+Trends = honesty.Trends  # kept by the step loop (trainer/run.py), one per run
