@@ -298,13 +298,12 @@ class Trends:
 
     def figures(self, metrics: dict[str, float]) -> dict[str, float]:
         """honesty/length_corr_trend and group_spread_ratio every step; on a step with a held-out evaluation
-        (eval/accuracy present and not NaN), honesty/reward_gain and eval_accuracy_gain."""
+        (eval/accuracy present, NaN too: held-out rows without answers), honesty/reward_gain and eval_accuracy_gain."""
         rewards = self._add(metrics, named("reward/mean"))
         stds = self._add(metrics, named("reward/std"))
         out = {named("honesty/length_corr_trend"): recent_mean(self._add(metrics, named("honesty/length_corr"))),
                named("honesty/group_spread_ratio"): ratio_to_start(self._add(metrics, named("honesty/group_spread")))}
-        accuracy = metrics.get(named("eval/accuracy"))
-        if isinstance(accuracy, (int, float)) and math.isfinite(accuracy):
+        if isinstance(metrics.get(named("eval/accuracy")), (int, float)):
             out[named("honesty/reward_gain")] = reward_gain(rewards, stds)
             out[named("honesty/eval_accuracy_gain")] = accuracy_gain(self._add(metrics, named("eval/accuracy")))
         return out

@@ -268,8 +268,12 @@ def honesty_failures(m: dict[str, float], recent: list[dict[str, float]]) -> lis
                     f"answer does not earn. {SUSPECTS}", "read the top completions: a lenient verifier (the last "
                     "number of the text) or another reward pays them; correctness mode strict, or drop the reward "
                     "that pays the extra text"))
+    # a run paid by the verifier alone that rises on its training prompts but not on held-out ones memorises,
+    # it does not game: only a run with another reward beside the verifier is asked this
     gain, acc = m.get(named("honesty/reward_gain"), math.nan), m.get(named("honesty/eval_accuracy_gain"), math.nan)
-    if math.isfinite(gain) and math.isfinite(acc) and gain >= GAIN_STD and acc <= 0.0:
+    besides = any(key.split("/")[1] not in VERIFIERS for key in m
+                  if key.startswith("honesty/") and key.endswith("/reward_share"))
+    if besides and math.isfinite(gain) and math.isfinite(acc) and gain >= GAIN_STD and acc <= 0.0:
         out.append(("eval_diverges", "warning", f"the training reward rose by {gain:.1f} std since the run began while "
                     f"held-out accuracy changed by {acc:+.0%}: the reward outruns the answers",
                     "compare the rewards' curves with eval/accuracy; the reward that rises alone is the one gamed"))

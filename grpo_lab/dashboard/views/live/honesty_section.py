@@ -1,0 +1,111 @@
+"""Live's "Is the reward honest?" section: the reward-hacking lens's curves (rundir/honesty.py), what each
+means, and what this run's data cannot tell.
+
+A run of this trainer wrote the honesty/* scalars: its panels are drawn as any other section's. A run that
+did not (TRL and verl imports, older runs) gets them recomputed from its samples table, once the closed
+expander is opened (the samples table is the biggest a run has), with the reward weights its config.json
+names (else 1 each); the figures its data lacks are said in one line instead of drawn empty.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import pandas as pd
+import streamlit as st
+
+from grpo_lab.dashboard import ui
+from grpo_lab.dashboard.i18n import t
+from grpo_lab.dashboard.reading import data, queries
+from grpo_lab.dashboard.views import metrics
+from grpo_lab.rundir import honesty
+from grpo_lab.rundir import metrics as registry
+
+SECTION = "honesty"  # dashboard/views/metrics.py SECTIONS, registry panels' section
+# the samples columns the recomputation reads (rewards/<fn> added by what the run has)
+READ = ("step", "group", "sample_idx", "reward", "length", "strict_pass")
+
+
+def _titles() -> str:
+    return " · ".join(t(f"panel.{p.id}.title") for p in registry.PANELS if p.section == SECTION)
+
+
+def cannot(columns: list[str], df: pd.DataFrame) -> list[str]:
+    """What the lens cannot compute for a run with scalars `df` (columns `columns`): the keys of
+    live.honesty_cannot.* (strict, length, components, eval), in that order.
+
+    >>> cannot(["honesty/strict_fail_frac"], pd.DataFrame({"honesty/strict_fail_frac": [math.nan]}))
+    ['strict', 'eval']
+    """
+    out = []
+    strict = registry.named("honesty/strict_fail_frac")
+    if strict not in columns or not df[strict].notna().any():
+        out.append("strict")
+    corr = registry.named("honesty/length_corr")
+    if corr not in columns:
+        out.append("length")
+    if not registry.columns_of("honesty/<fn>/sign_share", columns) and "components" in df.attrs.get("missing", ()):
+        out.append("components")
+    if registry.named("eval/accuracy") not in columns:
+        out.append("eval")
+    return out
+
+
+def _weights(info) -> dict[str, float] | None:
+    rewards = info.get("rewards") if info.config else None
+    if not isinstance(rewards, dict):
+        return None
+    return {str(k): float(v) for k, v in rewards.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+
+@st.cache_data(ttl=30.0, max_entries=16, show_spinner=False)
+def _recomputed(run: str, v: tuple, scalars_version: tuple, weights: tuple) -> tuple[pd.DataFrame, list[str], list[str]]:
+    columns = queries.table_columns(run, "samples")
+    picked = [c for c in READ if c in columns] + sorted(c for c in columns if c.startswith("rewards/"))
+    if not {"step", "group", "reward"} <= set(picked):
+        return pd.DataFrame(), [], ["components"]
+    where = " WHERE NOT coalesce(dropped, false)" if "dropped" in columns else ""  # dropped groups: not trained
+    sql = "SELECT " + ", ".join(f'"{c}"' for c in picked) + " FROM {src}" + where
+    samples, problems = queries.query(run, "samples", sql)
+    if samples.empty:
+        return pd.DataFrame(), problems, []
+    figures, missing = honesty.from_samples(samples, data.scalars(run).df, dict(weights) or None)
+    return figures, problems, missing
+
+
+def recomputed(run: str, info) -> tuple[pd.DataFrame, list[str], list[str]]:
+    """(the honesty/* figures per step from the samples table, problems reading it, what it lacks)."""
+    weights = tuple(sorted((_weights(info) or {}).items()))
+    return _recomputed(run, queries.version(run, "samples"), data.scalars(run).version, weights)
+
+
+def show(run: str, info, frame: data.Frame, inside: list[tuple[int, metrics.Panel]], open_box: Callable,
+         draw: Callable) -> None:
+    """The section in its closed expander (open_box(label, key) -> the container or None), its panels
+    drawn by `draw` (live_view.draw_panels' partial: numbered panels, a frame)."""
+    if not inside and not queries.table_columns(run, "samples"):
+        return  # nothing to show or recompute from
+    label = t("live.section", name=t("live.section.honesty"), panels=_titles())
+    if (box := open_box(label)) is None:
+        return
+    with box:
+        st.caption(t("live.honesty_intro"))
+        df = frame.df
+        if not inside:  # another trainer's run, or an older one: recomputed from its samples
+            figures, problems, missing = recomputed(run, info)
+            ui.warn(problems)
+            if figures.empty:
+                st.caption(t("live.honesty_none"))
+                return
+            st.caption(t("live.honesty_recomputed"))
+            keep = [c for c in df.columns if not c.startswith("honesty/")] if not df.empty else ["step"]
+            df = (df[keep].merge(figures, on="step", how="right") if not df.empty else figures)
+            df.attrs["missing"] = missing
+            first = max((i for i, _ in inside), default=1000)  # chart keys after every registry panel's
+            inside = [(first + k, p) for k, p in enumerate(q for q in metrics.panels(list(df.columns))
+                                                         if q.section == SECTION)]
+            frame = data.Frame(df, [], ("recomputed", *frame.version), 0)
+        if gaps := cannot(list(df.columns), df):
+            st.caption(t("live.honesty_cannot", what="; ".join(t(f"live.honesty_cannot.{k}") for k in gaps)))
+        draw(inside, frame=frame)
