@@ -235,9 +235,13 @@ SUSPECTS = "Groups at this step, ordered by hacking suspects, shows the completi
 
 
 def _recent(recent: list[dict[str, float]], name: str) -> float:
-    """The mean of `name` over the last HONESTY_STEPS steps; NaN until there are that many finite values."""
+    """The mean of `name`'s finite values over the last HONESTY_STEPS steps; NaN before the run has that many
+    steps, or when fewer than half of them have the figure (a step whose groups all agree has no signs to
+    share out, no top completion to check: a saturated hack's last steps are NaN)."""
+    if len(recent) < HONESTY_STEPS:
+        return math.nan
     values = [v for r in recent[-HONESTY_STEPS:] if isinstance(v := r.get(name), (int, float)) and math.isfinite(v)]
-    return sum(values) / len(values) if len(values) >= HONESTY_STEPS else math.nan
+    return sum(values) / len(values) if 2 * len(values) >= HONESTY_STEPS else math.nan
 
 
 def honesty_failures(m: dict[str, float], recent: list[dict[str, float]]) -> list[tuple[str, str, str, str]]:

@@ -71,3 +71,11 @@ def test_collapse_on_unsolved_groups_only():
 def test_nan_figures_never_fire():
     nan = {k: (math.nan if k.startswith("honesty/") else v) for k, v in HONEST.items()}
     assert run([nan] * 20) == []
+
+
+def test_steps_without_the_figure_do_not_hide_it_unless_most_lack_it():
+    """A hack that saturates leaves its last steps without signs or checks (NaN): the window's other steps count."""
+    bad = {**HONEST, "honesty/strict_fail_frac": 1.0}
+    saturated = {**HONEST, "honesty/strict_fail_frac": math.nan}
+    assert run([bad] * 6 + [saturated] * 4) == [(10, "strict_check_disagrees")]
+    assert run([bad] * 4 + [saturated] * 6) == []
