@@ -9,7 +9,6 @@ names (else 1 each); the figures its data lacks are said in one line instead of 
 
 from __future__ import annotations
 
-import math
 from typing import Callable
 
 import pandas as pd
@@ -35,18 +34,14 @@ def cannot(columns: list[str], df: pd.DataFrame) -> list[str]:
     """What the lens cannot compute for a run with scalars `df` (columns `columns`): the keys of
     live.honesty_cannot.* (strict, length, components, eval), in that order.
 
-    >>> cannot(["honesty/strict_fail_frac"], pd.DataFrame({"honesty/strict_fail_frac": [math.nan]}))
+    >>> cannot(["honesty/strict_fail_frac"], pd.DataFrame({"honesty/strict_fail_frac": [float("nan")]}))
     ['strict', 'eval']
     """
-    out = []
+    out, missing = [], df.attrs.get("missing", ())  # recomputed: what the samples lacked (honesty.from_samples)
     strict = registry.named("honesty/strict_fail_frac")
     if strict not in columns or not df[strict].notna().any():
         out.append("strict")
-    corr = registry.named("honesty/length_corr")
-    if corr not in columns:
-        out.append("length")
-    if not registry.columns_of("honesty/<fn>/sign_share", columns) and "components" in df.attrs.get("missing", ()):
-        out.append("components")
+    out += [k for k in ("length", "components") if k in missing]
     if registry.named("eval/accuracy") not in columns:
         out.append("eval")
     return out
