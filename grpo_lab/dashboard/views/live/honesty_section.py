@@ -96,6 +96,7 @@ def show(run: str, info, frame: data.Frame, inside: list[tuple[int, metrics.Pane
             st.caption(t("live.honesty_recomputed"))
             keep = [c for c in df.columns if not c.startswith("honesty/")] if not df.empty else ["step"]
             df = (df[keep].merge(figures, on="step", how="right") if not df.empty else figures)
+            df = df.dropna(axis=1, how="all")  # a figure the samples cannot give is said below, not drawn empty
             df.attrs["missing"] = missing
             first = max((i for i, _ in inside), default=1000)  # chart keys after every registry panel's
             inside = [(first + k, p) for k, p in enumerate(q for q in metrics.panels(list(df.columns))
