@@ -81,7 +81,7 @@ def show(run: str, info, frame: data.Frame, inside: list[tuple[int, metrics.Pane
     drawn by `draw` (live_view.draw_panels' partial: numbered panels, a frame)."""
     if not inside and not queries.table_columns(run, "samples"):
         return  # nothing to show or recompute from
-    label = t("live.section", name=t("live.section.honesty"), panels=_titles())
+    label = t("live.honesty_heading", panels=_titles())
     if (box := open_box(label)) is None:
         return
     with box:
