@@ -56,8 +56,8 @@ def samples(step: int, lens: bool) -> dict[str, list]:
     return {k: [r[k] for r in rows] for k in rows[0]}
 
 
-def write_run(root: Path, name: str, lens: bool = True) -> Path:
-    """A finished GRPO run of STEPS steps in `root`/`name`."""
+def write_run(root: Path, name: str, lens: bool = True, answers: bool = True) -> Path:
+    """A finished GRPO run of STEPS steps in `root`/`name` (`answers`: with the samples' reference answers)."""
     paths = RunPaths(root / name)
     paths.root.mkdir(parents=True)
     t0 = time.time() - 60
@@ -79,7 +79,7 @@ def write_run(root: Path, name: str, lens: bool = True) -> Path:
             scalars.update(trends.figures(scalars))
         writer.log("scalars", {"step": [step], "time": [t0 + step], "wall_s": [float(step)],
                                **{k: [float(v)] for k, v in scalars.items()}})
-        writer.log("samples", rows)
+        writer.log("samples", rows if answers else {k: v for k, v in rows.items() if k != "answer"})
     writer.flush()
     writer.close()
     write_json_atomic(paths.status, {"schema_version": SCHEMA_VERSION, "state": "finished", "step": STEPS,

@@ -19,6 +19,7 @@ def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("honesty-runs")
     write_run(root, "lens")
     write_run(root, "imported", lens=False)
+    write_run(root, "bare", lens=False, answers=False)
     return root
 
 
@@ -39,14 +40,21 @@ def test_the_section_draws_the_runs_own_figures(runs, monkeypatch):
     assert "training reward against held-out accuracy (no eval/accuracy)" in texts(at.caption)  # no evaluation
 
 
-def test_a_run_without_the_figures_gets_them_recomputed_and_says_what_it_lacks(runs, monkeypatch):
+def test_a_run_without_the_figures_gets_them_recomputed_with_the_strict_check_run_here(runs, monkeypatch):
     monkeypatch.setenv("GRPO_LAB_RUNS_DIR", str(runs))
     at = open_page("live", "imported", **live_open("honesty"))
     caption = texts(at.caption)
-    assert "recomputed here from its samples table" in caption
-    assert "the strict check (the run kept no strict_pass" in caption
+    assert "recomputed here from its samples table" in caption and "The strict check was run here" in caption
     titles = " ".join(str(c.proto.spec) for c in charts(at))
-    assert "Which reward decides the advantage" in titles and "Reward against length" in titles
+    assert "Which reward decides the advantage" in titles and "Top completions failing the strict" in titles
+
+
+def test_a_run_without_answers_says_the_strict_check_cannot_be_computed(runs, monkeypatch):
+    monkeypatch.setenv("GRPO_LAB_RUNS_DIR", str(runs))
+    at = open_page("live", "bare", **live_open("honesty"))
+    assert "Not computed for this run: the strict check (the run kept no strict_pass" in texts(at.caption)
+    titles = " ".join(str(c.proto.spec) for c in charts(at))
+    assert "Reward against length" in titles
     assert "Top completions failing the strict" not in titles  # said in the caption, not drawn empty
 
 

@@ -18,12 +18,13 @@ from grpo_lab.dashboard import ui
 from grpo_lab.dashboard.i18n import t
 from grpo_lab.dashboard.reading import data, queries
 from grpo_lab.dashboard.views import metrics
+from grpo_lab.rewards.strict import strict_passes
 from grpo_lab.rundir import honesty
 from grpo_lab.rundir import metrics as registry
 
 SECTION = "honesty"  # dashboard/views/metrics.py SECTIONS, registry panels' section
 # the samples columns the recomputation reads (rewards/<fn> added by what the run has)
-READ = ("step", "group", "sample_idx", "reward", "length", "strict_pass")
+READ = ("step", "group", "sample_idx", "reward", "length", "strict_pass", "completion", "answer")
 
 
 def _titles() -> str:
@@ -65,8 +66,36 @@ def _recomputed(run: str, v: tuple, scalars_version: tuple, weights: tuple) -> t
     samples, problems = queries.query(run, "samples", sql)
     if samples.empty:
         return pd.DataFrame(), problems, []
+    samples, filled = filled_in(samples)
     figures, missing = honesty.from_samples(samples, data.scalars(run).df, dict(weights) or None)
-    return figures, problems, missing
+    return figures, problems, missing + filled
+
+
+def filled_in(samples: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """What an import lacks, from what it has: the strict check run here on each step's top completions
+    where it kept the reference `answer` (rewards/strict.py, as the trainer runs it), and the completion's
+    length in characters where it kept no token count. Returns the rows and notes (live.honesty_filled.*).
+
+    >>> rows = pd.DataFrame({"step": [1, 1], "group": [0, 0], "reward": [1.0, 0.0], "completion": ["7 7", "3"],
+    ...                      "answer": ["7", "7"]})
+    >>> out, notes = filled_in(rows)
+    >>> out["strict_pass"].tolist(), out["length"].tolist(), notes
+    ([False, None], [3, 1], ['strict_here', 'chars'])
+    """
+    notes = []
+    if "strict_pass" not in samples and {"completion", "answer"} <= set(samples.columns):
+        verdicts: list = []
+        for _step, part in samples.groupby("step", sort=False):
+            totals = [None if pd.isna(v) else float(v) for v in part["reward"]]
+            checked = honesty.high_scorers(totals, part["group"].tolist())
+            answers = [None if pd.isna(a) else a for a in part["answer"]]
+            verdicts += zip(part.index, strict_passes(part["completion"].fillna("").tolist(), answers, checked))
+        samples = samples.assign(strict_pass=pd.Series(dict(verdicts), dtype=object))
+        notes.append("strict_here")
+    if "length" not in samples and "completion" in samples:
+        samples = samples.assign(length=samples["completion"].fillna("").str.len())
+        notes.append("chars")
+    return samples, notes
 
 
 def recomputed(run: str, info) -> tuple[pd.DataFrame, list[str], list[str]]:
@@ -102,6 +131,8 @@ def show(run: str, info, frame: data.Frame, inside: list[tuple[int, metrics.Pane
             inside = [(first + k, p) for k, p in enumerate(q for q in metrics.panels(list(df.columns))
                                                          if q.section == SECTION)]
             frame = data.Frame(df, [], ("recomputed", *frame.version), 0)
+            for note in (k for k in ("strict_here", "chars") if k in missing):
+                st.caption(t(f"live.honesty_filled.{note}"))
         if gaps := cannot(list(df.columns), df):
             st.caption(t("live.honesty_cannot", what="; ".join(t(f"live.honesty_cannot.{k}") for k in gaps)))
         draw(inside, frame=frame)
