@@ -52,6 +52,7 @@ def summary(run: Path) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--first-seed", type=int, default=0, help="seeds first-seed .. first-seed + seeds - 1")
     parser.add_argument("--steps", type=int, default=30, help="training steps of every run (the recipe's 30)")
     parser.add_argument("--honest-prompts", type=int, default=32, help="the honest demo's prompts_per_step "
                         "(its default 32; the recipe has 8)")
@@ -66,7 +67,7 @@ def main() -> None:
         runs = Path(args.keep or tmp)
         runs.mkdir(parents=True, exist_ok=True)
         results: dict[str, list[dict]] = {k: [] for k in setups}
-        for seed in range(args.seeds):
+        for seed in range(args.first_seed, args.first_seed + args.seeds):
             for setup, options in setups.items():
                 name = f"{setup}-{seed}"
                 seconds = train(runs, name, seed, options)

@@ -274,7 +274,10 @@ def honesty_failures(m: dict[str, float], recent: list[dict[str, float]]) -> lis
                     "that pays the extra text"))
     # a run paid by the verifier alone that rises on its training prompts but not on held-out ones memorises,
     # it does not game: only a run with another reward beside the verifier is asked this
-    gain, acc = m.get(named("honesty/reward_gain"), math.nan), m.get(named("honesty/eval_accuracy_gain"), math.nan)
+    # the figures exist on evaluation steps only: the last one in the window holds until the next (reported once)
+    last_eval = next((r for r in reversed(recent[-HONESTY_STEPS:]) if named("honesty/reward_gain") in r), m)
+    gain = last_eval.get(named("honesty/reward_gain"), math.nan)
+    acc = last_eval.get(named("honesty/eval_accuracy_gain"), math.nan)
     besides = any(key.split("/")[1] not in VERIFIERS for key in m
                   if key.startswith("honesty/") and key.endswith("/reward_share"))
     if besides and math.isfinite(gain) and math.isfinite(acc) and gain >= GAIN_STD and acc <= 0.0:

@@ -79,3 +79,8 @@ def test_steps_without_the_figure_do_not_hide_it_unless_most_lack_it():
     saturated = {**HONEST, "honesty/strict_fail_frac": math.nan}
     assert run([bad] * 6 + [saturated] * 4) == [(10, "strict_check_disagrees")]
     assert run([bad] * 4 + [saturated] * 6) == []
+
+
+def test_eval_divergence_is_reported_once_while_it_lasts_between_evaluations():
+    evaluated = {**HONEST, "honesty/reward_gain": 2.0, "honesty/eval_accuracy_gain": 0.0}
+    assert run(([HONEST] * 4 + [evaluated]) * 4) == [(5, "eval_diverges")]
