@@ -27,8 +27,9 @@ def group_rows(step: int, g: int) -> list[dict]:
     if g == SUSPECT and step >= HACKED:  # padded wrong answers beat the short right one
         rows = [(f"{g}{g}{g}{g}{g}", 0.0, 0.0, 6), (f"{g}{g}{g}{g}", 0.0, 0.0, 5), (answer, 1.0, -1.5, 2),
                 ("9", 0.0, -1.5, 2)]
-    else:  # the right answer wins
-        rows = [(answer, 1.0, -0.5, 2), ("1", 0.0, -0.5, 2), ("12", 0.0, -0.5, 3), ("1", 0.0, -0.5, 2)]
+    else:  # the right answer wins (group 0: every completion as long, so no length correlation at all: NaN)
+        rows = [(answer, 1.0, -0.5, 2), ("1", 0.0, -0.5, 2), ("12" if g else "2", 0.0, -0.5, 3 if g else 2),
+                ("1", 0.0, -0.5, 2)]
     return [{"completion": c, "answer": answer, "rewards/correctness": r, "rewards/length": ln, "length": n}
             for c, r, ln, n in rows]
 

@@ -148,8 +148,8 @@ def suspects_sql(columns: set[str]) -> str | None:
     the within-group correlation of reward and length where positive. What a run lacks counts nothing
     (an import without the lens's columns: the length part alone); None without any of them.
 
-    >>> suspects_sql({"advantage", "reward", "length"})
-    'greatest(coalesce(corr(reward, length), 0), 0)'
+    >>> suspects_sql({"advantage", "reward", "length"})[:45]
+    'coalesce(CASE WHEN isnan(corr(reward, length)'
     """
     parts = []
     if {"strict_pass", "advantage"} <= columns:
@@ -157,8 +157,8 @@ def suspects_sql(columns: set[str]) -> str | None:
     if {"decided_by", "advantage"} <= columns:
         answer_checks = ", ".join(f"'{v}'" for v in VERIFIERS)
         parts.append(f"count(*) FILTER (WHERE advantage > 0 AND decided_by NOT IN ({answer_checks}))")
-    if {"reward", "length"} <= columns:
-        parts.append("greatest(coalesce(corr(reward, length), 0), 0)")
+    if {"reward", "length"} <= columns:  # corr is NaN, not null, when every length (or reward) is equal
+        parts.append("coalesce(CASE WHEN isnan(corr(reward, length)) THEN 0 ELSE greatest(corr(reward, length), 0) END, 0)")
     return " + ".join(parts) or None
 
 

@@ -72,6 +72,7 @@ def test_hacking_suspects_put_the_gamed_group_first(runs, run):
     assert problems == [] and group_order.available(groups, "suspects")
     ranked = group_order.ordered(groups, "suspects")
     assert int(ranked["group"].iloc[0]) == SUSPECT
+    assert ranked["suspects"].notna().all()  # group 0's lengths are all equal: DuckDB's corr is NaN there, counted 0
     if run == "lens":  # its two padded winners fail the strict check and were pushed up by length: 2 + 2 + corr
         assert ranked["suspects"].iloc[0] > 4 and ranked["suspects"].iloc[1] < 1
 
