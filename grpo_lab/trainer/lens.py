@@ -11,6 +11,7 @@ them over the merged batch, as every other figure of the step (records.step_scal
 from __future__ import annotations
 
 import math
+import weakref
 
 from grpo_lab.rewards.strict import strict_passes
 from grpo_lab.rundir import honesty
@@ -21,13 +22,22 @@ def weights_of(reward_fns: dict) -> dict[str, float]:
     return {name: float(weight) for name, (_fn, weight) in reward_fns.items()}
 
 
+_last: tuple[weakref.ref, dict[str, list]] | None = None  # the step's batch: its scalars and its rows ask alike
+
+
 def sample_columns(batch, weights: dict[str, float], references: list) -> dict[str, list]:
     """Per completion: `decided_by`, the reward that decides its advantage's sign (null: A = 0), and
-    `strict_pass`, the strict check's verdict on the high scorers (null: not checked, or no reference)."""
+    `strict_pass`, the strict check's verdict on the high scorers (null: not checked, or no reference).
+    Computed once per batch: the step's scalars and its samples rows read the same columns."""
+    global _last
+    if _last is not None and _last[0]() is batch:
+        return _last[1]
     totals = [None if math.isnan(t) else t for t in batch.totals.tolist()]
     checked = honesty.high_scorers(totals, batch.group_size) if any(r is not None for r in references) else []
-    return {"decided_by": honesty.deciders(batch.scores.per_reward, weights, batch.group_size),
-            "strict_pass": strict_passes(batch.rollout.completions, references, checked)}
+    columns = {"decided_by": honesty.deciders(batch.scores.per_reward, weights, batch.group_size),
+               "strict_pass": strict_passes(batch.rollout.completions, references, checked)}
+    _last = (weakref.ref(batch), columns)
+    return columns
 
 
 def step_scalars(batch, weights: dict[str, float], references: list) -> dict[str, float]:
