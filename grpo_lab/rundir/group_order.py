@@ -146,10 +146,12 @@ def suspects_sql(columns: set[str]) -> str | None:
     """A group's hacking-suspect figure (docs/reward-hacking.md): its pushed-up completions (A > 0) that
     fail the strict check, plus those whose sign a reward that does not check the answer decided, plus
     the within-group correlation of reward and length where positive. What a run lacks counts nothing
-    (an import without the lens's columns: the length part alone); None without any of them.
+    (an import without the lens's columns: the length part alone, in characters); None without any of them.
 
     >>> suspects_sql({"advantage", "reward", "length"})[:45]
     'coalesce(CASE WHEN isnan(corr(reward, length)'
+    >>> suspects_sql({"advantage", "reward", "completion"})[:57]
+    'coalesce(CASE WHEN isnan(corr(reward, length(completion))'
     """
     parts = []
     if {"strict_pass", "advantage"} <= columns:
@@ -157,8 +159,11 @@ def suspects_sql(columns: set[str]) -> str | None:
     if {"decided_by", "advantage"} <= columns:
         answer_checks = ", ".join(f"'{v}'" for v in VERIFIERS)
         parts.append(f"count(*) FILTER (WHERE advantage > 0 AND decided_by NOT IN ({answer_checks}))")
-    if {"reward", "length"} <= columns:  # corr is NaN, not null, when every length (or reward) is equal
-        parts.append("coalesce(CASE WHEN isnan(corr(reward, length)) THEN 0 ELSE greatest(corr(reward, length), 0) END, 0)")
+    # an import keeps no token counts: its completions' characters; corr is NaN, not null, when all are equal
+    size = "length" if "length" in columns else "length(completion)" if "completion" in columns else None
+    if size and "reward" in columns:
+        corr = f"corr(reward, {size})"
+        parts.append(f"coalesce(CASE WHEN isnan({corr}) THEN 0 ELSE greatest({corr}, 0) END, 0)")
     return " + ".join(parts) or None
 
 

@@ -77,6 +77,14 @@ def test_hacking_suspects_put_the_gamed_group_first(runs, run):
         assert ranked["suspects"].iloc[0] > 4 and ranked["suspects"].iloc[1] < 1
 
 
+def test_an_import_without_token_counts_is_ordered_by_its_characters(runs):
+    columns = set(rq.query(runs / "imported", "samples", "SELECT * FROM {src} LIMIT 0")[0].columns) - {"length"}
+    groups, problems = rq.query(runs / "imported", "samples", group_order.figures_sql(columns), {"step": HACKED})
+    assert problems == [] and "length(completion)" in group_order.suspects_sql(columns)
+    ranked = group_order.ordered(groups, "suspects")
+    assert int(ranked["group"].iloc[0]) == SUSPECT and ranked["suspects"].iloc[0] > 0.5
+
+
 def test_a_lens_finding_and_a_lens_curve_open_groups_by_suspects(runs, monkeypatch):
     assert group_order.sort_for_finding("strict_check_disagrees") == "suspects"
     assert group_order.sort_for_panel(("honesty/length/sign_share",)) == "suspects"
