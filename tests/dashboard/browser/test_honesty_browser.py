@@ -31,8 +31,7 @@ def served(tmp_path_factory):
 
 def section_title(words: dict[str, str]) -> str:
     panels = " · ".join(words[f"panel.{p}.title"] for p in ("honesty_sign", "honesty_share", "honesty_length",
-                                                             "honesty_strict", "honesty_eval", "honesty_solved",
-                                                             "honesty_spread"))
+                                                             "honesty_strict", "honesty_solved", "honesty_spread"))
     return words["live.honesty_heading"].format(panels=panels)
 
 

@@ -110,7 +110,8 @@ def show(run: str, info, frame: data.Frame, inside: list[tuple[int, metrics.Pane
     drawn by `draw` (live_view.draw_panels' partial: numbered panels, a frame)."""
     if not inside and not queries.table_columns(run, "samples"):
         return  # nothing to show or recompute from
-    label = t("live.honesty_heading", panels=_titles())
+    # the run's own panels, as every section lists them; a run to recompute: every panel the lens has
+    label = t("live.honesty_heading", panels=" · ".join(p.title for _, p in inside) if inside else _titles())
     if (box := open_box(label)) is None:
         return
     with box:
