@@ -93,10 +93,10 @@ def deciders(per_reward: dict[str, Scores], weights: dict[str, float], group_siz
             pulls = {k: weights.get(k, 1.0) * (per_reward[k][i] - means[k]) for k in names
                      if _scored(per_reward[k][i]) and math.isfinite(means[k])}
             total = sum(pulls.values())
-            if not pulls or abs(total) < 1e-9:
+            if not pulls or not math.isfinite(total) or abs(total) < 1e-9:  # inf - inf: no sign to decide
                 continue
             same_way = {k: p for k, p in pulls.items() if p * total > 0}
-            out[i] = max(same_way, key=lambda k: abs(same_way[k]))
+            out[i] = max(same_way, key=lambda k: abs(same_way[k])) if same_way else None
     return out
 
 

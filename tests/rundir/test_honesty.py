@@ -93,3 +93,9 @@ def test_the_trainers_columns_give_the_strict_disagreement():
     # checked: the top of each group (4 honest right answers pass, the suspect's top 2 fail)
     assert figures.loc[0, "honesty/strict_checked"] == G + 1 and figures.loc[0, "honesty/strict_fail_frac"] == 2 / 5
     assert rows.loc[rows["group"] == SUSPECT, "decided_by"].dropna().unique().tolist() == ["length"]
+
+
+def test_scores_past_float_limits_decide_nothing_rather_than_fail():
+    per_reward = {"a": [1e308, -1e308, 0.0, 0.0], "b": [1e308, 1e308, 0.0, 0.0]}
+    assert honesty.deciders(per_reward, {"a": 10.0, "b": 10.0}, 4) == [None] * 4  # inf - inf: no sign
+    assert math.isnan(honesty.length_correlation([math.inf, 0.0, 1.0], [1, 2, 3], 3))
