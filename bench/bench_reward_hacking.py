@@ -81,12 +81,13 @@ def main() -> None:
     honest, hack = results["honest"], results["hack"]
     alarms = sum(bool(r["lens"]) for r in honest)
     detected = [r for r in hack if r["lens"]]
-    first = Counter(min(r["lens"])[1] for r in detected)
     steps = sorted(min(r["lens"])[0] for r in detected)
+    # every kind fired at a run's first step (several fire at once when a window fills)
+    first = Counter(k for r in detected for s, k in r["lens"] if s == min(r["lens"])[0])
     print(f"\nhonest demo ({args.honest_prompts} prompts/step, {args.steps} steps): false alarms {alarms} of "
           f"{len(honest)} runs ({sum(len(r['lens']) for r in honest)} lens findings)")
-    print(f"hacking recipe ({args.steps} steps): detected {len(detected)} of {len(hack)} runs; first signal "
-          f"{dict(first)}; first step fired {steps}")
+    print(f"hacking recipe ({args.steps} steps): detected {len(detected)} of {len(hack)} runs; first step fired "
+          f"{steps}; fired at that step (runs) {dict(first)}")
     every = Counter(k for r in hack for _s, k in r["lens"])
     print(f"every lens finding on the hacking recipe: {dict(every)}")
 
