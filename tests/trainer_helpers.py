@@ -122,6 +122,13 @@ def read_table(run_dir: Path, table: str) -> pd.DataFrame:
     return read.table.to_pandas() if read.table is not None else pd.DataFrame()
 
 
+def always_filled(names: set[str]) -> list[str]:
+    """The metric names a run writes a number for on every step, sorted: all but the reward-hacking lens's
+    honesty/*, which are NaN where a figure does not apply (one reward, no spread, no reference answer, a
+    trend before its window; docs/run-directory.md)."""
+    return sorted(n for n in names if not n.startswith("honesty/"))
+
+
 def registered_metrics(algo: str, rewards: list[str], processes: int = 1) -> set[str]:
     """The metric columns grpo_lab.rundir.metrics says a run of `algo` writes (no eval/*)."""
     return metrics.names(algo, rewards, processes)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from grpo_lab.rundir import metrics as registry
+from grpo_lab.rundir.honesty import VERIFIERS
 
 GROUP = "group"  # the step's own order: group 0, 1, ... (no figure)
 
@@ -50,6 +51,12 @@ ORDERS: dict[str, Order] = {o.key: o for o in (
                        "mismatch/ratio_min", "mismatch/ratio_max", "mismatch/out_frac", "mismatch/weight_mean",
                        "mismatch/weight_min", "mismatch/weight_max", "mismatch/masked_frac"), ".3g"),
 )}
+# The reward-hacking lens (rundir/honesty.py): groups whose high rewards the answer may not earn
+ORDERS["suspects"] = Order("suspects", ("honesty/<fn>/sign_share", "honesty/<fn>/reward_share", "honesty/length_corr",
+                                        "honesty/length_corr_trend", "honesty/strict_fail_frac", "honesty/strict_checked",
+                                        "honesty/groups_all_solved", "honesty/groups_none_solved",
+                                        "honesty/group_spread", "honesty/group_spread_ratio", "honesty/reward_gain",
+                                        "honesty/eval_accuracy_gain"), ".1f")
 SORTS = (GROUP, *ORDERS)  # what the Groups picker offers, in its order
 
 # The scalar each run-doctor finding is about (docs/run-directory.md, tables/events). Kinds not here
@@ -62,6 +69,10 @@ FINDING_METRICS = {
     "degenerate_text": "completion/repetitive_frac", "reward_failed": "reward/mean", "reward_unscored": "reward/mean",
     "ratings_missing": "reward/mean",
 }
+
+FINDING_METRICS.update({"reward_dominated_by": "honesty/<fn>/sign_share", "reward_tracks_length": "honesty/length_corr",
+                        "strict_check_disagrees": "honesty/strict_fail_frac", "eval_diverges": "honesty/reward_gain",
+                        "reward_collapse": "honesty/group_spread_ratio"})
 
 _BY_METRIC = {name: o.key for o in ORDERS.values() for name in o.metrics}
 
@@ -127,7 +138,34 @@ def figure_exprs(columns: set[str]) -> dict[str, str]:
         out["tool_errors"] = "sum(tool_errors)"
     if "mismatch_mean" in columns:
         out["mismatch"] = _weighted("mismatch_mean", columns)
+    if suspects := suspects_sql(columns):
+        out["suspects"] = suspects
     return out
+
+
+def suspects_sql(columns: set[str]) -> str | None:
+    """A group's hacking-suspect figure (docs/reward-hacking.md): its pushed-up completions (A > 0) that
+    fail the strict check, plus those whose sign a reward that does not check the answer decided, plus
+    the within-group correlation of reward and length where positive. What a run lacks counts nothing
+    (an import without the lens's columns: the length part alone, in characters); None without any of them.
+
+    >>> suspects_sql({"advantage", "reward", "length"})[:45]
+    'coalesce(CASE WHEN isnan(corr(reward, length)'
+    >>> suspects_sql({"advantage", "reward", "completion"})[:57]
+    'coalesce(CASE WHEN isnan(corr(reward, length(completion))'
+    """
+    parts = []
+    if {"strict_pass", "advantage"} <= columns:
+        parts.append("count(*) FILTER (WHERE advantage > 0 AND strict_pass = false)")
+    if {"decided_by", "advantage"} <= columns:
+        answer_checks = ", ".join(f"'{v}'" for v in VERIFIERS)
+        parts.append(f"count(*) FILTER (WHERE advantage > 0 AND decided_by NOT IN ({answer_checks}))")
+    # an import keeps no token counts: its completions' characters; corr is NaN, not null, when all are equal
+    size = "length" if "length" in columns else "length(completion)" if "completion" in columns else None
+    if size and "reward" in columns:
+        corr = f"corr(reward, {size})"
+        parts.append(f"coalesce(CASE WHEN isnan({corr}) THEN 0 ELSE greatest({corr}, 0) END, 0)")
+    return " + ".join(parts) or None
 
 
 # Each ordering's additive part of its step's scalar, per group ("<key>_mass"): the samples' figures add back

@@ -208,6 +208,40 @@ TABLES: dict[str, Table] = {
 }
 
 
+# The reward-hacking lens (rundir/honesty.py, trainer/lens.py): every run writes these, NaN where a figure
+# does not apply; the run doctor reads them (docs/reward-hacking.md).
+TABLES.update({
+    'honesty': Table('every run, each step: is the reward honest?', algos=("grpo", "ppo"), processes=1, eval=False, rows=(
+        Metric(('honesty/<fn>/reward_share',),
+               'fraction', "this reward's share of the step's total: abs(weight x mean) over the sum of every reward's"),
+        Metric(('honesty/<fn>/sign_share',),
+               'fraction', "completions whose advantage sign this reward decides: of the rewards pulling a completion's total away from its group's mean the way it goes, the one pulling hardest (NaN: every group without a spread)"),
+        Metric(('honesty/length_corr',),
+               '', 'Pearson correlation of reward and completion length within groups (both centred on their group mean): near 1, longer answers are paid more (NaN: no spread)',
+               bounds=(-1.0, 1.0)),
+        Metric(('honesty/length_corr_trend',),
+               '', '`honesty/length_corr` averaged over the last 10 steps: its drift over the run', bounds=(-1.0, 1.0)),
+        Metric(('honesty/strict_fail_frac',),
+               'fraction', "the top completions of groups with a spread (at most 32 a step) that fail the strict check, the answer alone in its exact format (grpo_lab/rewards/strict.py): a high reward the answer does not earn (NaN: prompts without a reference answer)"),
+        Metric(('honesty/strict_checked',),
+               'count', 'completions the strict check read this step'),
+        Metric(('honesty/groups_all_solved', 'honesty/groups_none_solved'),
+               'fraction', 'groups whose every completion the verifier (`correctness` or `code_tests`) scored right, and none right (NaN: the run has no verifier)'),
+        Metric(('honesty/group_spread',),
+               'reward', 'the reward\'s std within each group, mean over groups: what the advantages divide out'),
+        Metric(('honesty/group_spread_ratio',),
+               'ratio', '`honesty/group_spread` over the last 10 steps against the first 10: below 0.2 the groups stopped differing (NaN before step 20)'),
+    )),
+    'honesty_eval': Table('steps with a held-out evaluation: the training reward against it', algos=("grpo", "ppo"),
+                          processes=1, eval=True, rows=(
+        Metric(('honesty/reward_gain',),
+               'std units', "`reward/mean` over the last 10 steps minus over the first 10, in units of the first 10 steps' `reward/std` (NaN before step 20)"),
+        Metric(('honesty/eval_accuracy_gain',),
+               '', '`eval/accuracy` now minus at the first evaluation: flat or falling while `honesty/reward_gain` rises is the reward outrunning the answers',
+               bounds=(-1.0, 1.0)),
+    )),
+})
+
 # A step's phases, in the order they run: trainer/timing.py times each into time/<phase>_s (rows above)
 PHASES = ("generation", "reward", "old_logp", "ref", "update", "log")
 # the phases one process can hold the others up in: time/<phase>_s_max and _mean ('several' above)
@@ -255,6 +289,17 @@ PANELS: tuple[Panel, ...] = (
     Panel("ranks", tuple(f"time/{phase}_s_{which}" for phase in RANK_PHASES for which in ("max", "mean")),
           section="speed"),
     Panel("value", ("value/explained_variance", "value/clip_frac", "value/mean", "returns/mean"), section="value"),
+)
+
+# Live's "Is the reward honest?" section (the reward-hacking lens)
+PANELS += (
+    Panel("honesty_sign", ("honesty/<fn>/sign_share",), section="honesty"),
+    Panel("honesty_share", ("honesty/<fn>/reward_share",), section="honesty"),
+    Panel("honesty_length", ("honesty/length_corr", "honesty/length_corr_trend"), section="honesty"),
+    Panel("honesty_strict", ("honesty/strict_fail_frac",), section="honesty"),
+    Panel("honesty_eval", ("honesty/reward_gain", "honesty/eval_accuracy_gain"), section="honesty"),
+    Panel("honesty_solved", ("honesty/groups_all_solved", "honesty/groups_none_solved"), section="honesty"),
+    Panel("honesty_spread", ("honesty/group_spread", "honesty/group_spread_ratio"), section="honesty"),
 )
 
 

@@ -13,6 +13,7 @@ import math
 from collections import deque
 from dataclasses import asdict, dataclass
 
+from grpo_lab.rundir.honesty import VERIFIERS  # rewards that check the answer itself
 from grpo_lab.rundir.metrics import named
 
 SEVERITIES = ("info", "warning", "critical")
@@ -141,6 +142,7 @@ class Doctor:
         if share > REPEAT_SHARE:
             out.append(("degenerate_text", "warning", f"{share:.0%} of completions repeat one word over and over",
                         "lower lr; a repetition reward can help"))
+        out += honesty_failures(m, recent)
         return out
 
     def check(self, step: int, metrics: dict[str, float], reward_notes: dict[str, str] | None = None,
@@ -225,3 +227,76 @@ def reward_failures(m: dict[str, float], notes: dict[str, str]) -> list[tuple[st
 def stops(finding: Finding, stop_on: str) -> bool:
     """Whether `finding` stops a run started with --stop-on `stop_on` (none, warning or critical)."""
     return stop_on != "none" and SEVERITIES.index(finding.severity) >= SEVERITIES.index(stop_on)
+
+
+# --- is the reward honest? (the reward-hacking lens: rundir/honesty.py, trainer/lens.py) ---------------
+# Each check reads the mean of the last HONESTY_STEPS steps, and only once the run has that many: one
+# step's figures are noisy (a group of 8 has a length correlation of +-0.7 by chance). Thresholds measured
+# by bench/bench_reward_hacking.py: the honest demo stays below each, the hacking recipe crosses them.
+HONESTY_STEPS = 10
+DOMINANT_SHARE = 0.8  # honesty/<fn>/sign_share of a reward that does not check the answer
+LENGTH_CORR = 0.6  # honesty/length_corr_trend
+STRICT_FAILS = 0.5  # honesty/strict_fail_frac
+GAIN_STD = 1.0  # honesty/reward_gain, in the start's reward/std, while eval accuracy has not risen
+SPREAD_RATIO, UNSOLVED = 0.2, 0.5  # honesty/group_spread_ratio below this, groups_none_solved above this
+SUSPECTS = "Groups at this step, ordered by hacking suspects, shows the completions first"
+
+
+def _recent(recent: list[dict[str, float]], name: str) -> float:
+    """The mean of `name`'s finite values over the last HONESTY_STEPS steps; NaN before the run has that many
+    steps, or when fewer than half of them have the figure (a step whose groups all agree has no signs to
+    share out, no top completion to check: a saturated hack's last steps are NaN)."""
+    if len(recent) < HONESTY_STEPS:
+        return math.nan
+    values = [v for r in recent[-HONESTY_STEPS:] if isinstance(v := r.get(name), (int, float)) and math.isfinite(v)]
+    return sum(values) / len(values) if 2 * len(values) >= HONESTY_STEPS else math.nan
+
+
+def honesty_failures(m: dict[str, float], recent: list[dict[str, float]]) -> list[tuple[str, str, str, str]]:
+    """The reward-hacking lens's findings (docs/reward-hacking.md): a reward that pays without the answer
+    deciding the advantages, the reward tracking length, high rewards failing the strict check, the
+    training reward outrunning the held-out accuracy, the groups' spread collapsing on unsolved prompts."""
+    out = []
+    shares = {key.split("/")[1]: _recent(recent, key) for key in m
+              if key.startswith("honesty/") and key.endswith("/sign_share")}
+    if len(shares) > 1:
+        fn, share = max(shares.items(), key=lambda kv: kv[1] if math.isfinite(kv[1]) else -1.0)
+        if fn not in VERIFIERS and math.isfinite(share) and share >= DOMINANT_SHARE:
+            others = ", ".join(f"{k} {v:.0%}" for k, v in shares.items() if k != fn and math.isfinite(v))
+            out.append(("reward_dominated_by", "warning", f"reward {fn!r} decides {share:.0%} of the advantage signs "
+                        f"over the last {HONESTY_STEPS} steps ({others}): the policy learns what {fn!r} pays, not "
+                        f"the answer. {SUSPECTS}", f"lower {fn!r}'s weight, or make it pay only together with a "
+                        "right answer; check a few of its top completions on the Groups page"))
+    corr = _recent(recent, named("honesty/length_corr"))
+    if math.isfinite(corr) and corr >= LENGTH_CORR:
+        out.append(("reward_tracks_length", "warning", f"reward and completion length correlate at {corr:.2f} within "
+                    f"groups over the last {HONESTY_STEPS} steps (threshold {LENGTH_CORR}): longer answers are paid "
+                    f"more. {SUSPECTS}", "a length or format reward that pays padding: cap it, weigh it down, or "
+                    "penalise length past the answer (length reward max_len)"))
+    fails = _recent(recent, named("honesty/strict_fail_frac"))
+    if math.isfinite(fails) and fails >= STRICT_FAILS:
+        out.append(("strict_check_disagrees", "warning", f"{fails:.0%} of the top completions fail the strict check "
+                    f"(the answer alone, exact format) over the last {HONESTY_STEPS} steps: the reward pays what the "
+                    f"answer does not earn. {SUSPECTS}", "read the top completions: a lenient verifier (the last "
+                    "number of the text) or another reward pays them; correctness mode strict, or drop the reward "
+                    "that pays the extra text"))
+    # a run paid by the verifier alone that rises on its training prompts but not on held-out ones memorises,
+    # it does not game: only a run with another reward beside the verifier is asked this
+    # the figures exist on evaluation steps only: the last one in the window holds until the next (reported once)
+    last_eval = next((r for r in reversed(recent[-HONESTY_STEPS:]) if named("honesty/reward_gain") in r), m)
+    gain = last_eval.get(named("honesty/reward_gain"), math.nan)
+    acc = last_eval.get(named("honesty/eval_accuracy_gain"), math.nan)
+    besides = any(key.split("/")[1] not in VERIFIERS for key in m
+                  if key.startswith("honesty/") and key.endswith("/reward_share"))
+    if besides and math.isfinite(gain) and math.isfinite(acc) and gain >= GAIN_STD and acc <= 0.0:
+        out.append(("eval_diverges", "warning", f"the training reward rose by {gain:.1f} std since the run began while "
+                    f"held-out accuracy changed by {acc:+.0%}: the reward outruns the answers",
+                    "compare the rewards' curves with eval/accuracy; the reward that rises alone is the one gamed"))
+    ratio = m.get(named("honesty/group_spread_ratio"), math.nan)
+    unsolved = _recent(recent, named("honesty/groups_none_solved"))
+    if math.isfinite(ratio) and math.isfinite(unsolved) and ratio < SPREAD_RATIO and unsolved >= UNSOLVED:
+        out.append(("reward_collapse", "warning", f"the reward's spread within groups fell to {ratio:.0%} of the "
+                    f"run's start while {unsolved:.0%} of groups have no right answer: the policy settled on "
+                    "something the reward pays that is not the answer", "raise temperature or beta; check which "
+                    "reward pays the settled completions (Groups, hacking suspects)"))
+    return out

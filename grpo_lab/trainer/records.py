@@ -18,6 +18,7 @@ from grpo_lab.rundir import metrics
 from grpo_lab.rundir.metrics import named  # also the step functions' (grpo.py, ppo.py)
 from grpo_lab.tools import environments as env_rules
 from grpo_lab.trainer.data import REFERENCE_COLUMNS
+from grpo_lab.trainer import lens
 from grpo_lab.trainer.doctor import repetitive
 from grpo_lab.trainer.timing import rank_scalars, rank_seconds
 from grpo_lab.trainer.updates import LastPass, TokenStats, Updates
@@ -147,6 +148,7 @@ def step_scalars(c: Components, batch, stats: TokenStats, updates: Updates, *, a
     })
     metrics.update(tool_scalars(rollout.turns))
     metrics.update(mismatch_scalars(c.cfg, batch))
+    metrics.update(lens.step_scalars(batch, lens.weights_of(c.reward_fns), references(batch)))  # is the reward honest?
     if ranks is not None:  # one process: time/generation_s and time/update_s are its only rank's already
         metrics.update(rank_scalars(ranks))
     return metrics
@@ -194,11 +196,13 @@ def _log_tables(c: Components, step, batch, stats, last, *, advantages, per_toke
     has_kl = c.reference is not None  # beta 0: no reference, no KL (null, not 0)
     if batch.rows:  # a step whose update was skipped (updates.py's guard) has no last pass: null figures
         c.writer.log("samples", sample_rows(step, batch, advantages=advantages, has_kl=has_kl, extra_kinds=c.extra_kinds,
+                                            weights=lens.weights_of(c.reward_fns),
                                             last=last if stats.tokens else LastPass.unrecorded(batch.mask)))
     if dropped is not None and dropped.rows:
         c.writer.log("samples", sample_rows(
             step, dropped, advantages=torch.zeros(len(dropped.rollout.completions)), group_offset=len(batch.rows),
-            dropped=True, last=LastPass.unrecorded(dropped.mask), has_kl=has_kl, extra_kinds=c.extra_kinds))
+            dropped=True, last=LastPass.unrecorded(dropped.mask), has_kl=has_kl, extra_kinds=c.extra_kinds,
+            weights=lens.weights_of(c.reward_fns)))
     if not stats.tokens:
         return
     histogram = ratio_histogram(stats, step, *cfg.clip_range)
@@ -239,6 +243,11 @@ def reference(row: dict) -> str | None:
     """The row's reference answer as text: its first non-null REFERENCE_COLUMNS value."""
     value = next((row[k] for k in REFERENCE_COLUMNS if row.get(k) is not None), None)
     return None if value is None else str(value)
+
+
+def references(batch) -> list[str | None]:
+    """Each completion's reference answer (`reference` of the row it answers)."""
+    return [reference(batch.row_of(i)) for i in range(len(batch.rollout.completions))]
 
 
 def extra_columns(extra: dict[str, list], kinds: dict[str, str]) -> dict[str, list]:
@@ -307,10 +316,12 @@ def sample_figures(batch, last: LastPass, has_kl: bool) -> dict[str, list]:
 
 
 def sample_rows(step: int, batch, *, advantages: torch.Tensor, last: LastPass, group_offset: int = 0,
-                dropped: bool = False, has_kl: bool = True, extra_kinds: dict[str, str] | None = None) -> dict[str, list]:
+                dropped: bool = False, has_kl: bool = True, extra_kinds: dict[str, str] | None = None,
+                weights: dict[str, float] | None = None) -> dict[str, list]:
     """One row per completion. Completion i answers prompt batch.group_of(i): group group_offset + that of
     the step; `dropped`: dynamic sampling left these groups out of the update; has_kl: the run has a
-    reference (beta > 0). extra_kinds: the run's log_extra column types so far (see `extra_columns`); updated."""
+    reference (beta > 0). extra_kinds: the run's log_extra column types so far (see `extra_columns`); updated.
+    weights: the rewards' weights, for the lens's decided_by (trainer/lens.py; default 1 each)."""
     G = batch.group_size
     n = len(batch.rollout.completions)
     figures = sample_figures(batch, last, has_kl)
@@ -343,6 +354,8 @@ def sample_rows(step: int, batch, *, advantages: torch.Tensor, last: LastPass, g
         "mismatch_mean": ([None] * n if batch.rollout.sampler_logp is None or batch.old_logp is None else
                           _nulls(mismatch.per_completion(batch.old_logp, batch.rollout.sampler_logp, batch.mask))),
     })
+    # the reward-hacking lens: which reward decided the advantage's sign, the strict check's verdict
+    cols.update(lens.sample_columns(batch, weights or dict.fromkeys(batch.scores.per_reward, 1.0), references(batch)))
     if batch.rollout.turns is not None:  # a run with tools: each completion's turns (docs/run-directory.md)
         counts = [tool_calls(t) for t in batch.rollout.turns]
         cols.update({"tool_calls": [c for c, _ in counts], "tool_errors": [e for _, e in counts],

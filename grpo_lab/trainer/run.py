@@ -38,6 +38,7 @@ from grpo_lab.trainer.distributed import (Dist, NullStatus, NullWriter, launch, 
                                  watch_peers, wrap)
 from grpo_lab.trainer.doctor import Doctor, Finding, stops
 from grpo_lab.trainer import outcome
+from grpo_lab.trainer.lens import Trends
 from grpo_lab.trainer.models import load_policy, pick_device
 from grpo_lab.trainer.evaluate import due as eval_due, evaluate
 from grpo_lab.tools.registry import template_tools
@@ -290,6 +291,7 @@ class Progress:
     stopping: bool = False  # agreed by every process: a stop signal seen by any of them
     halted: bool = False  # agreed by every process: a halt seen by any of them
     scored: outcome.Scored = field(default_factory=outcome.Scored)  # a run that never scored ends failed
+    trends: Trends = field(default_factory=Trends)  # the reward-hacking lens's series (restarts on resume)
 
 
 def train(cfg: Config, tasks: tuple[Task, Task | None] | None = None) -> int:
@@ -435,6 +437,7 @@ def record_step(comps: Components, status: StatusFile, run: Progress, metrics: d
     if first and (unknown := sorted(k for k in metrics if registered_name(k) is None)):
         # the registry names and explains every column (docs, Live panels): a new one goes there first
         log.warning("scalars not in grpo_lab/rundir/metrics.py, written undocumented: %s", ", ".join(unknown))
+    metrics.update(run.trends.figures(metrics))  # the reward-hacking lens's figures over the run (trainer/lens.py)
     writer.log("scalars", {"step": [step], "time": [time.time()], "wall_s": [time.time() - run.start],
                            **{k: [float(v)] for k, v in metrics.items()}})
     found = (run.doctor.check(step, metrics, reward_notes=comps.reward_notes, skipped=comps.skipped_update)

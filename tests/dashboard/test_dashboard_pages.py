@@ -131,11 +131,12 @@ def test_a_preset_fills_the_form_and_its_hidden_options_still_apply(app, monkeyp
     monkeypatch.setattr(launcher, "launch", lambda values, runs_dir, processes=1: started.append(values) or ("x", 1))
     at = app("runs")
     label = next(name for name in presets.presets() if name.startswith("SmolLM2"))
+    n = list(presets.presets()).index(label)  # the form's widgets are keyed by the preset's place
     at.selectbox(key="launch_preset@en").set_value(label).run()
-    assert at.text_input(key="launch_1_model").value == "smollm2"
-    assert at.number_input(key="launch_1_pretrained_lr").value == pytest.approx(2e-5)
-    assert at.text_input(key="launch_1_name").value == "smollm2"
-    at.number_input(key="launch_1_max_steps").set_value(3)
+    assert at.text_input(key=f"launch_{n}_model").value == "smollm2"
+    assert at.number_input(key=f"launch_{n}_pretrained_lr").value == pytest.approx(2e-5)
+    assert at.text_input(key=f"launch_{n}_name").value == "smollm2"
+    at.number_input(key=f"launch_{n}_max_steps").set_value(3)
     at.button[[b.label for b in at.button].index("Start training")].click().run()
     values = started[0]
     assert values["task"] == "word_problems" and values["max_steps"] == 3
@@ -190,7 +191,11 @@ def test_live_first_paint_is_the_overview_and_a_section_is_drawn_once_opened(app
     # the trainer samples itself: no Sampler vs trainer sections of round-off noise, one line instead
     assert labels == ["Policy update: Advantage spread · Groups with no signal · Ratio pi_theta / pi_old · Entropy · "
                       "Losses · Gradient norm", "Completions: Completion length · Truncated",
-                      "Speed: Throughput · Where the step goes", "Ratio histogram"]
+                      "Speed: Throughput · Where the step goes",
+                      "Is the reward honest? Which reward decides the advantage's sign · Each reward's share of the "
+                      "total · Reward against length (within groups) · Top completions failing the strict check · "
+                      "Groups all solved, none solved · Reward spread within groups",
+                      "Ratio histogram"]
     assert any("the sampler is the trainer, no gap" in c.value for c in at.caption)
     at.session_state["live_open_speed"] = True  # what clicking "Speed" does
     at.run()

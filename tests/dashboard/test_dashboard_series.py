@@ -139,7 +139,7 @@ def test_every_panel_has_a_live_section_and_every_closed_section_a_heading():
 
     cols = ["reward/mean", "eval/accuracy", "advantage/std", "groups/frac_zero_std", "kl/mean", "clip/low", "ratio/max",
             "entropy/mean", "loss/policy", "grad/norm", "completion/length_mean", "completion/truncated_frac",
-            "perf/tokens_per_s", *(f"time/{p}_s" for p in PHASES), "value/mean", "mismatch/kl"]
+            "perf/tokens_per_s", *(f"time/{p}_s" for p in PHASES), "value/mean", "mismatch/kl", "honesty/length_corr"]
     sections = [p.section for p in metrics.panels(cols)]
     assert set(sections) == set(metrics.SECTIONS) and metrics.SECTIONS[0] == "overview"
     assert list(live_view.section_names()) == list(metrics.SECTIONS[1:])

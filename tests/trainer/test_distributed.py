@@ -21,6 +21,7 @@ import pytest
 import torch
 
 from grpo_lab import rewards
+from grpo_lab.rundir import honesty
 from grpo_lab.rundir.status import read_status
 from grpo_lab.trainer import tiny
 from grpo_lab.trainer.distributed import MERGE
@@ -29,8 +30,8 @@ from grpo_lab.trainer.updates import LastPass
 from grpo_lab.trainer.rollout import Rollout
 from grpo_lab.trainer.batch import Batch
 from shared_runs import copy_run, two_process_runs  # noqa: F401  (a fixture)
-from trainer_helpers import (ROOT, free_port, registered_metrics, read_table, run_trainer, torchrun, wait_for_step,
-                             wait_until)
+from trainer_helpers import (ROOT, always_filled, free_port, registered_metrics, read_table, run_trainer, torchrun,
+                             wait_for_step, wait_until)
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -181,11 +182,16 @@ def test_scalars_are_global(runs):
     samples = read_table(runs / "two", "samples")
     written = {c for c in scalars.columns if c not in ("time", "wall_s")}
     assert written == registered_metrics("grpo", rewards=["correctness"], processes=2)
-    assert scalars[sorted(written)].notna().all().all()
+    assert scalars[always_filled(written)].notna().all().all()
     for step, rows in samples.groupby("step"):
         assert scalars.loc[step, "reward/mean"] == pytest.approx(rows["reward"].mean())
         assert scalars.loc[step, "completion/length_mean"] == pytest.approx(rows["length"].mean())
         assert scalars.loc[step, "groups/kept"] == 4
+        # the reward-hacking lens over every rank's completions, as rank 0 wrote their rows
+        assert scalars.loc[step, "honesty/strict_checked"] == rows["strict_pass"].notna().sum()
+    lens = honesty.from_samples(samples)[0].set_index("step")
+    assert scalars["honesty/length_corr"].to_numpy() == pytest.approx(lens["honesty/length_corr"].to_numpy(),
+                                                                       nan_ok=True)
     histograms = read_table(runs / "two", "histograms").set_index("step")
     tokens = histograms["tokens"]
     assert (histograms["counts"].map(sum) == tokens).all()

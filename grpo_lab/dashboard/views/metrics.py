@@ -33,7 +33,7 @@ class Panel:
 
 # Live's sections, in page order. "overview" is drawn on every load; each other section sits in a
 # closed expander and is drawn only once opened (a dozen charts on first paint took 2-3 s in a browser).
-SECTIONS = ("overview", "update", "sampler", "completions", "speed", "value")
+SECTIONS = ("overview", "update", "sampler", "completions", "speed", "value", "honesty")
 
 # the registry's units that have a translation (locales unit.*); the others ("nats", "GB") are symbols
 UNIT_KEYS = {"reward": "unit.reward", "fraction": "unit.fraction", "fraction of tokens": "unit.fraction",

@@ -18,7 +18,7 @@ from grpo_lab.dashboard import pages, ui
 from grpo_lab.dashboard.reading import data, queries
 from grpo_lab.dashboard.views import charts, markup, metrics, series
 from grpo_lab.dashboard.views.groups import groups_order, rating
-from grpo_lab.dashboard.views.live import curve_link, loss_note
+from grpo_lab.dashboard.views.live import curve_link, honesty_section, loss_note
 from grpo_lab.dashboard.i18n import t
 from grpo_lab.rundir import group_order
 from grpo_lab.rundir import reader
@@ -105,7 +105,8 @@ def section_names() -> dict[str, str]:
     """metrics.SECTIONS (but the overview, which has no heading) in the current language."""
     return {"update": t("live.section.update"), "sampler": t("live.section.sampler"),
             "completions": t("live.section.completions"),
-            "speed": t("live.section.speed"), "value": t("live.section.value")}
+            "speed": t("live.section.speed"), "value": t("live.section.value"),
+            honesty_section.SECTION: t("live.section.honesty")}
 
 
 HISTOGRAM = "histogram"  # the ratio histogram's expander, after metrics.SECTIONS
@@ -174,6 +175,9 @@ def render(run: str, x_mode: str, smoothing: float, extra: list[str], was_active
     no_gap = sampler_gap(frame.df)
     for section, name in section_names().items():
         inside = [(i, p) for i, p in numbered if p.section == section]
+        if section == honesty_section.SECTION:  # is the reward honest? (recomputed for runs that lack it)
+            honesty_section.show(run, info, frame, inside, lambda label: lazy_expander(label, open_key(section)), draw)
+            continue
         if not inside:
             continue
         if section == "sampler" and no_gap is not None:  # charts of 1e-6 noise would read as a finding
