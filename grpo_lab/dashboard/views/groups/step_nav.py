@@ -47,9 +47,13 @@ def worst_by_step(found: pd.DataFrame) -> dict[int, pd.Series]:
 
 
 def _go(step: int, sort: str | None = None) -> None:
+    key = per_language(groups_order.SORT_KEY)
     st.session_state[STEP_KEY] = step
     if sort is not None:
-        st.session_state[per_language(groups_order.SORT_KEY)] = sort
+        st.session_state[key] = sort
+    # the address too, now: a click sent before the last move's address reached the browser carries the
+    # older address, which follow_address would otherwise take for a new link and go back to
+    groups_order.write_address(step, st.session_state.get(key) or group_order.GROUP)
 
 
 def _finding_sort(kind: str) -> str:
