@@ -26,7 +26,8 @@ from groups_order_helpers import TOP, write_run  # noqa: E402
 pytestmark = pytest.mark.browser
 expect.set_options(timeout=60_000)
 NAME = "found"  # steps 1-3; the doctor found no signal at step 1 and a KL explosion at step 3
-EVENTS = {"step": [1, 3, 3], "kind": ["no_signal", "no_signal", "kl_explosion"], "severity": ["info", "info", "critical"],
+EVENTS = {"step": [1, 3, 3], "kind": ["no_signal", "no_signal", "kl_explosion"],
+          "severity": ["info", "info", "critical"],
           "message": ["every group scored alike", "every group scored alike", "kl/mean 47.9 nats per token"],
           "suggestion": ["-", "-", "lower the learning rate"]}
 

@@ -80,6 +80,6 @@ def show(run: str, steps: list[int], step: int) -> None:
         col.button(label, key=f"groups_{name}_finding", disabled=target is None, help=t("groups.finding_nav_help"),
                    on_click=_go, args=(target, None if kind is None else _finding_sort(kind)),
                    width="stretch")
-    if (here := findings.get(int(step))) is not None:
+    if (here := findings.get(int(step))) is not None:  # run text: never markup
         st.caption(t("groups.finding_here", icon=data.SEVERITY_ICONS.get(here["severity"], ""),
-                     kind=markup.md(str(here["kind"])), message=markup.md(str(here["message"]))))  # run text: never markup
+                     kind=markup.md(str(here["kind"])), message=markup.md(str(here["message"]))))
