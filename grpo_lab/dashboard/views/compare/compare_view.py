@@ -13,7 +13,7 @@ from grpo_lab.dashboard import pages, ui
 from grpo_lab.launching import launcher
 from grpo_lab.dashboard.reading import data, variants_data
 from grpo_lab.dashboard.views import charts, markup, series
-from grpo_lab.dashboard.views.compare import compare_completions_view, fork_lines
+from grpo_lab.dashboard.views.compare import compare_completions_view, fork_lines, more_seeds_view
 from grpo_lab.dashboard.views.runs import annotations_view
 from grpo_lab.dashboard.i18n import t
 from grpo_lab.rundir import variants
@@ -121,6 +121,7 @@ def seeds_caution(runs: list[RunInfo]) -> None:
     single = [label for label, members in groups.items() if len(members) < 2]
     if len(groups) >= 2 and single:
         st.warning(t("compare.too_few_seeds", variants=", ".join(f"**{markup.md(label)}**" for label in single)))
+        more_seeds_view.offer([[r.name for r in groups[label]] for label in single])  # queued from here
         st.page_link(pages.path("runs"), label=t("compare.add_seeds"), icon=pages.icon("runs"))
 
 

@@ -10,7 +10,7 @@ import streamlit as st
 from grpo_lab.dashboard import pages, ui
 from grpo_lab.dashboard.reading import data, queries
 from grpo_lab.dashboard.views import charts, long_text, markup
-from grpo_lab.dashboard.views.groups import group_math, groups_order, rating, rescore_view
+from grpo_lab.dashboard.views.groups import group_math, groups_order, rating, rescore_view, step_nav
 from grpo_lab.dashboard.views.groups import turns as turns_view
 from grpo_lab.dashboard.i18n import t
 from grpo_lab.objective.options import STD_MODES
@@ -47,6 +47,7 @@ def find(run: str, mode: str, current_prompt: str | None) -> Target | None:
             if step is not None:
                 c1.caption(t("groups.nearest_step", step=step))
             step = steps[-1] if step is None else min(steps, key=lambda s: abs(s - step))
+        step_nav.show(run, steps, int(step))  # one step back or on, or to the doctor's findings
         rows, problems = queries.step_samples(run, step)
         ui.warn(problems)
         if rows.empty:
