@@ -18,7 +18,7 @@ import json
 import math
 import re
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Callable
 
 from grpo_lab.rundir import reader
 from grpo_lab.rundir.json_file import depth  # noqa: F401 - nesting without recursion: the runs folder's reader's
@@ -67,6 +67,24 @@ def open_regular(path: Path) -> BinaryIO:
         raise SourceError(f"{path}: expected a regular file (not a FIFO, device or folder)") from None
     except OSError as exc:
         raise SourceError(f"{path}: cannot be opened ({exc.strerror})") from None
+
+
+def jsonl_rows(path: Path, parse: Callable[[bytes, str], Any], expected: str) -> list[Any]:
+    """parse(line, "file:line") of each non-blank line of a JSON-lines dump, read as a regular file and
+    bounded by MAX_LINE_BYTES a line; SourceError naming file:line for an overlong line, or the file for
+    an empty one (`expected` says what a line should be)."""
+    rows = []
+    with open_regular(path) as fh:
+        number = 0
+        while line := fh.readline(MAX_LINE_BYTES + 1):
+            number += 1
+            if len(line) > MAX_LINE_BYTES:
+                raise SourceError(f"{path}:{number}: the line is longer than {MAX_LINE_BYTES >> 20} MiB")
+            if line.strip():
+                rows.append(parse(line, f"{path}:{number}"))
+    if not rows:
+        raise SourceError(f"{path}: expected {expected}; the file is empty")
+    return rows
 
 
 def require_regular(path: Path) -> None:

@@ -77,18 +77,7 @@ def parse_line(line: bytes, where: str) -> dict[str, Any]:
 
 
 def read_rows(path: Path) -> list[dict[str, Any]]:
-    rows = []
-    with limits.open_regular(path) as fh:
-        number = 0
-        while line := fh.readline(limits.MAX_LINE_BYTES + 1):
-            number += 1
-            if len(line) > limits.MAX_LINE_BYTES:
-                raise SourceError(f"{path}:{number}: the line is longer than {limits.MAX_LINE_BYTES >> 20} MiB")
-            if line.strip():
-                rows.append(parse_line(line, f"{path}:{number}"))
-    if not rows:
-        raise SourceError(f"{path}: expected NeMo-RL's train data, one {EXPECTED} per line; the file is empty")
-    return rows
+    return limits.jsonl_rows(path, parse_line, f"NeMo-RL's train data, one {EXPECTED} per line")
 
 
 def advantage(row: dict[str, Any]) -> float:

@@ -106,25 +106,16 @@ def sample(episode: Any, where: str) -> dict[str, Any]:
     return row
 
 
+def parse_line(line: bytes, where: str) -> dict[str, Any]:
+    try:
+        episode = json.loads(line.decode("utf-8"), parse_constant=limits.refuse_constant)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise SourceError(f"{where}: expected {EXPECTED}; the line is not JSON") from None
+    return sample(episode, where)
+
+
 def read_rows(path: Path) -> list[dict[str, Any]]:
-    rows = []
-    with limits.open_regular(path) as fh:
-        number = 0
-        while line := fh.readline(limits.MAX_LINE_BYTES + 1):
-            number += 1
-            where = f"{path}:{number}"
-            if len(line) > limits.MAX_LINE_BYTES:
-                raise SourceError(f"{where}: the line is longer than {limits.MAX_LINE_BYTES >> 20} MiB")
-            if not line.strip():
-                continue
-            try:
-                episode = json.loads(line.decode("utf-8"), parse_constant=limits.refuse_constant)
-            except (UnicodeDecodeError, ValueError, RecursionError):
-                raise SourceError(f"{where}: expected {EXPECTED}; the line is not JSON") from None
-            rows.append(sample(episode, where))
-    if not rows:
-        raise SourceError(f"{path}: expected prime-rl's rollouts, one {EXPECTED} per line; the file is empty")
-    return rows
+    return limits.jsonl_rows(path, parse_line, f"prime-rl's rollouts, one {EXPECTED} per line")
 
 
 def convert(source: Path, paths, *, name: str, group_size: int | None = None) -> None:

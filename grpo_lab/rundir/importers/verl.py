@@ -61,19 +61,7 @@ def looks_like(source: Path) -> bool:
 
 def read_rows(path: Path) -> list[dict[str, Any]]:
     """The file's rows, each line checked (limits.py); one line naming file:line for the first bad one."""
-    rows = []
-    with limits.open_regular(path) as fh:
-        number = 0
-        while line := fh.readline(limits.MAX_LINE_BYTES + 1):
-            number += 1
-            where = f"{path}:{number}"
-            if len(line) > limits.MAX_LINE_BYTES:
-                raise SourceError(f"{where}: the line is longer than {limits.MAX_LINE_BYTES >> 20} MiB")
-            if line.strip():
-                rows.append(parse_line(line, where))
-    if not rows:
-        raise SourceError(f"{path}: expected verl's rollout dump, one {EXPECTED} per line; the file is empty")
-    return rows
+    return limits.jsonl_rows(path, parse_line, f"verl's rollout dump, one {EXPECTED} per line")
 
 
 def parse_line(line: bytes, where: str) -> dict[str, Any]:
