@@ -132,7 +132,7 @@ class Doctor:
             out.append(("all_truncated", "warning", f"every completion hit max_new_tokens for {STUCK_STEPS} steps",
                         "raise max_new_tokens, or ask for a shorter answer in the prompt"))
         cut = m.get(named("completion/truncated_rewarded_frac"), 0.0)
-        if cut > REWARDED_TRUNCATED:
+        if cut > REWARDED_TRUNCATED and not skipped:  # a skipped update made nothing more likely
             out.append(("rewarded_truncation", "warning", f"{cut:.1%} of completions were cut at max_new_tokens yet "
                         f"scored above their group's mean (completion/truncated_rewarded_frac, threshold "
                         f"{REWARDED_TRUNCATED:.0%}): the update makes unfinished text more likely",

@@ -67,12 +67,16 @@ def rewarded_truncated_frac(totals: torch.Tensor, truncated: torch.Tensor, group
     mean (a positive GRPO advantage): the update makes those cut-off texts more likely.
 
     totals (B,) and truncated (B,) hold each group's G completions one after the other; an
-    unscored (NaN) completion is never above the mean.
+    unscored (NaN) or non-finite completion is never above the mean and leaves it alone (a step with
+    an infinite reward trains nothing: the guard skips its update and says so itself).
 
     >>> rewarded_truncated_frac(torch.tensor([1., 0., 0., 0., 1., 1.]), torch.tensor([1, 0, 0, 1, 1, 0]).bool(), 3)
     0.3333333333333333
+    >>> rewarded_truncated_frac(torch.tensor([float("inf"), 0., 1.]), torch.tensor([1, 0, 0]).bool(), 3)
+    0.0
     """
-    by_group = totals.double().view(-1, group_size)
+    totals = totals.double()
+    by_group = torch.where(torch.isfinite(totals), totals, torch.nan).view(-1, group_size)
     above = by_group > by_group.nanmean(dim=1, keepdim=True)
     return (above.flatten() & truncated.bool()).double().mean().item()
 
