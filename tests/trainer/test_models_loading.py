@@ -252,5 +252,7 @@ def test_smollm2_with_no_learning_rate_given_stays_bounded(smollm2_cache, tmp_pa
     scalars = read_table(tmp_path / "safe", "scalars")
     assert scalars["step"].tolist() == [1] and (scalars["grad/norm"] > 0).all()
     assert (scalars["kl/mean"] < 0.5).all() and (scalars["grad/norm"] < 100).all(), scalars[["kl/mean", "grad/norm"]]
-    assert read_table(tmp_path / "safe", "events").empty  # the doctor found nothing
+    # the doctor found nothing unstable; 16 tokens cut most word-problem answers and the length reward
+    # still ranks them, which it rightly names (rewarded_truncation), and nothing else
+    assert set(read_table(tmp_path / "safe", "events")["kind"]) <= {"rewarded_truncation"}
     assert json.loads((tmp_path / "safe" / "status.json").read_text())["state"] == "finished"
