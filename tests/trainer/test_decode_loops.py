@@ -268,6 +268,7 @@ def test_the_tokens_table_gets_the_samplers_logprobs(tokenizer):
     logged = {}
     c = SimpleNamespace(timer=PhaseTimer(), writer=SimpleNamespace(level="full", log=logged.__setitem__),
                         dist=SimpleNamespace(active=False), reference=None, tokenizer=tokenizer, extra_kinds={},
+                        reward_fns={"r": (None, 1.0)},
                         cfg=SimpleNamespace(token_detail_groups=2, group_size=2, clip_range=(0.8, 1.2)))
     last, per_token = LastPass.like(old), {"advantage": torch.zeros(B, T)}
     records.log_step_tables(c, 1, batch, stats, last, advantages=torch.zeros(B), per_token=per_token)
