@@ -284,6 +284,8 @@ class Progress:
     """Where the step loop is, for the per-step records, the end of the run and a failure's report."""
 
     step: int  # the step under way; once the loop ends, the last step done
+    done: int  # the last step recorded: a failure reports it (one may strike after a step's record, in its
+    # closing collective, while `step` still names that step)
     start: float  # time.time() as the loop was about to begin: train_seconds and wall_s count from it
     doctor: Doctor
     findings: dict[str, int]  # per severity, since the run began (a resumed run keeps its count)
@@ -363,7 +365,7 @@ def begin(comps: Components, status: StatusFile, first_step: int) -> Progress:
                   device=str(comps.device), devices=devices, world_size=d.world_size, strategy=d.strategy)
     doctor = Doctor(lr=cfg.lr, max_grad_norm=cfg.max_grad_norm, pretrained=not comps.builtin_model,
                     vocab_size=len(comps.tokenizer), trained_params=trained)
-    return Progress(step=first_step - 1, start=start, doctor=doctor,
+    return Progress(step=first_step - 1, done=first_step - 1, start=start, doctor=doctor,
                     findings=dict(status.data.get("findings") or {}))
 
 
@@ -375,7 +377,7 @@ def peer_failed(log: logging.Logger, writer: RunWriter | NullWriter, status: Sta
     try:
         writer.flush()  # the completed steps' rows: the main thread is blocked, not writing
     finally:
-        status.update(state="failed", step=run.step - 1, error=report)
+        status.update(state="failed", step=run.done, error=report)
         os._exit(1)
 
 
@@ -453,6 +455,7 @@ def record_step(comps: Components, status: StatusFile, run: Progress, metrics: d
         writer.maybe_flush()
     status.update(step=step, peak_memory_mb=round(peak_memory_mb(comps.device), 1),
                   train_seconds=round(time.time() - run.start, 3), findings=run.findings)
+    run.done = step
     run.scored.add(metrics)
 
 
@@ -507,5 +510,5 @@ def record_failure(comps: Components, paths: RunPaths, status: StatusFile, run: 
     if run.doctor.last_critical and not full:  # the likely cause, found a step or more earlier
         f = run.doctor.last_critical
         error += f" (after the run doctor's finding at step {f.step}: {f.message}; {f.suggestion})"
-    status.update(state="failed", step=step - 1, error=error)
+    status.update(state="failed", step=run.done, error=error)
     return 1
