@@ -8,7 +8,9 @@ import os
 import shutil
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -69,3 +71,49 @@ def finish(paths: RunPaths, config: dict[str, Any], *, step: int, total_steps: i
     status.data.update(state="finished", pid=None, step=step, total_steps=total_steps,
                        started_at=started_at or now, updated_at=updated_at or now)
     write_json_atomic(paths.status, status.data)
+
+
+# --- the step loop of the importers that read one file per step (verl, NeMo-RL, prime-rl) ----------------
+
+Rows = list[dict[str, Any]]
+Members = list[list[int]]  # each group's row indices in the step's file
+
+
+@dataclass
+class Seen:
+    """What the step loop saw, for config.json: how often each group size came, the first step's groups."""
+
+    sizes: Counter[int] = field(default_factory=Counter)
+    prompts_first_step: int = 0
+
+
+def write_steps(paths: RunPaths, files: list[tuple[int, Path]], *, read: Callable[[Path], Rows],
+                group: Callable[[Rows, Path], Members],
+                tables: Callable[[int, Rows, Members], tuple[dict[str, pa.Array], dict[str, float]]]) -> Seen:
+    """Each (step, file): its rows read, grouped, and turned by `tables` into the step's samples columns and
+    scalars; both written and flushed before the next file (time and wall_s from the files' mtimes)."""
+    writer = open_writer(paths)
+    start, seen = files[0][1].stat().st_mtime, Seen()
+    for step, path in files:
+        rows = read(path)
+        members = group(rows, path)
+        seen.sizes.update(len(m) for m in members)
+        seen.prompts_first_step = seen.prompts_first_step or len(members)
+        columns, scalars = tables(step, rows, members)
+        writer.log("samples", columns)
+        writer.log("scalars", scalar_row(step, path.stat().st_mtime, start, scalars))
+        writer.flush()
+    writer.close()
+    return seen
+
+
+def finish_steps(paths: RunPaths, folder: Path, files: list[tuple[int, Path]], seen: Seen,
+                 **fields: Any) -> None:
+    """config.json and a finished status.json for a run `write_steps` wrote from `folder`; `fields`: name,
+    source (the framework), advantage_source, task and what else the format knows."""
+    last = files[-1][0]
+    config = {"algo": "grpo", "model": "unknown", **fields, "group_size": seen.sizes.most_common(1)[0][0],
+              "prompts_per_step": seen.prompts_first_step, "max_steps": last, "token_detail_groups": 0,
+              "rewards": {}, "imported_from": str(folder.resolve())}
+    finish(paths, config, step=last, total_steps=last, started_at=files[0][1].stat().st_mtime,
+           updated_at=files[-1][1].stat().st_mtime)

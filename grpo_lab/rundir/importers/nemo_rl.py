@@ -22,7 +22,6 @@ import json
 import math
 import os
 import re
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +30,7 @@ import torch
 
 from grpo_lab.objective import mismatch
 from grpo_lab.rundir.importers import limits, samples, verl
-from grpo_lab.rundir.importers.build import SourceError, finish, open_writer, scalar_row
+from grpo_lab.rundir.importers.build import SourceError, finish_steps, write_steps
 
 FILE = re.compile(r"train_data_step([0-9]+)\.jsonl", re.ASCII)
 EXPECTED = "a JSON object with content (a list of message texts) and rewards (a number)"
@@ -114,40 +113,29 @@ def sampler_figures(rows: list[dict[str, Any]]) -> tuple[dict[str, float], list[
     return figures, [None if math.isnan(v) else v for v in per]
 
 
+def step_tables(step: int, rows: list[dict[str, Any]], members: list[list[int]]
+                ) -> tuple[dict[str, pa.Array], dict[str, float]]:
+    """One step's samples columns (NeMo-RL's advantage, the sampler gap per sample) and scalars."""
+    ordered = [rows[i] for m in members for i in m]
+    reward = [math.nan if r["rewards"] is None else r["rewards"] for r in ordered]
+    adv = [advantage(r) for r in ordered]
+    zero_std = verl.frac_zero_std([[math.nan if rows[i]["rewards"] is None else rows[i]["rewards"] for i in m]
+                                   for m in members])
+    figures, per_sample = sampler_figures(ordered)
+    cols = samples.columns(step=step, group=[g for g, m in enumerate(members) for _ in m],
+                           sample_idx=[k for m in members for k in range(len(m))],
+                           prompt=[r["input"] for r in ordered], completion=[r["content"][-1] for r in ordered],
+                           reward=reward, advantage=adv)
+    cols["mismatch_mean"] = pa.array(per_sample, pa.float64())
+    scalars = verl.step_metrics(reward, [a for a in adv if not math.isnan(a)] or [math.nan], zero_std)
+    return cols, {**scalars, **figures}
+
+
 def convert(source: Path, paths, *, name: str, group_size: int | None = None) -> None:
     files = step_files(source)
     if not files:
         raise SourceError(f"{source}: expected NeMo-RL's log folder: train_data_step<N>.jsonl files")
-    writer = open_writer(paths)
-    start = files[0][1].stat().st_mtime
-    sizes: Counter[int] = Counter()
-    prompts_first_step = 0
-    for step, path in files:
-        rows = read_rows(path)
-        members = verl.groups(rows, path, group_size)
-        sizes.update(len(m) for m in members)
-        prompts_first_step = prompts_first_step or len(members)
-        order = [i for m in members for i in m]
-        ordered = [rows[i] for i in order]
-        reward = [math.nan if r["rewards"] is None else r["rewards"] for r in ordered]
-        adv = [advantage(r) for r in ordered]
-        zero_std = verl.frac_zero_std([[math.nan if rows[i]["rewards"] is None else rows[i]["rewards"] for i in m]
-                                       for m in members])
-        figures, per_sample = sampler_figures(ordered)
-        cols = samples.columns(step=step, group=[g for g, m in enumerate(members) for _ in m],
-                               sample_idx=[k for m in members for k in range(len(m))],
-                               prompt=[r["input"] for r in ordered], completion=[r["content"][-1] for r in ordered],
-                               reward=reward, advantage=adv)
-        cols["mismatch_mean"] = pa.array(per_sample, pa.float64())
-        writer.log("samples", cols)
-        scalars = verl.step_metrics(reward, [a for a in adv if not math.isnan(a)] or [math.nan], zero_std)
-        writer.log("scalars", scalar_row(step, path.stat().st_mtime, start, {**scalars, **figures}))
-        writer.flush()
-    writer.close()
-    last = files[-1][0]
-    config = {
-        "name": name, "algo": "grpo", "source": "nemo-rl", "advantage_source": "nemo-rl", "model": "unknown",
-        "task": "NeMo-RL train data", "group_size": sizes.most_common(1)[0][0], "prompts_per_step": prompts_first_step,
-        "max_steps": last, "token_detail_groups": 0, "rewards": {}, "imported_from": str(source.resolve()),
-    }
-    finish(paths, config, step=last, total_steps=last, started_at=start, updated_at=files[-1][1].stat().st_mtime)
+    seen = write_steps(paths, files, read=read_rows, group=lambda rows, path: verl.groups(rows, path, group_size),
+                       tables=step_tables)
+    finish_steps(paths, source, files, seen, name=name, source="nemo-rl", advantage_source="nemo-rl",
+                 task="NeMo-RL train data")

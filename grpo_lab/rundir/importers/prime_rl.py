@@ -19,12 +19,13 @@ import json
 import math
 import os
 import re
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
 from grpo_lab.rundir.importers import limits, samples, verl
-from grpo_lab.rundir.importers.build import SourceError, finish, open_writer, scalar_row
+from grpo_lab.rundir.importers.build import SourceError, finish_steps, write_steps
 
 STEP = re.compile(r"step_([0-9]+)", re.ASCII)
 EXPECTED = "an episode record (verifiers' Episode.to_record: traces with message nodes)"
@@ -118,37 +119,28 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
     return limits.jsonl_rows(path, parse_line, f"prime-rl's rollouts, one {EXPECTED} per line")
 
 
+def step_tables(step: int, rows: list[dict[str, Any]], members: list[list[int]]
+                ) -> tuple[dict[str, pa.Array], dict[str, float]]:
+    """One step's samples columns (each reward's score as its own column) and scalars."""
+    ordered = [rows[i] for m in members for i in m]
+    names = sorted({n for r in ordered for n in r["rewards"]})
+    reward, adv = [r["reward"] for r in ordered], [r["advantage"] for r in ordered]
+    cols = samples.columns(
+        step=step, group=[g for g, m in enumerate(members) for _ in m],
+        sample_idx=[k for m in members for k in range(len(m))], prompt=[r["input"] for r in ordered],
+        completion=[r["output"] for r in ordered], reward=reward, advantage=adv,
+        per_fn={n: [r["rewards"].get(n) for r in ordered] for n in names})
+    zero_std = verl.frac_zero_std([[rows[i]["reward"] for i in m] for m in members])
+    known = [a for a in adv if not math.isnan(a)] or [math.nan]
+    return cols, verl.step_metrics(reward, known, zero_std)
+
+
 def convert(source: Path, paths, *, name: str, group_size: int | None = None) -> None:
     files = step_files(source)
     if not files:
         raise SourceError(f"{source}: expected prime-rl's rollouts: rollouts/step_<N>/train/effective/traces.jsonl")
-    writer = open_writer(paths)
-    start = files[0][1].stat().st_mtime
-    sizes: Counter[int] = Counter()
-    prompts_first_step = 0
-    for step, path in files:
-        rows = read_rows(path)
-        members = verl.groups(rows, path, group_size)  # by group.id where every episode has one
-        sizes.update(len(m) for m in members)
-        prompts_first_step = prompts_first_step or len(members)
-        ordered = [rows[i] for m in members for i in m]
-        names = sorted({n for r in ordered for n in r["rewards"]})
-        reward, adv = [r["reward"] for r in ordered], [r["advantage"] for r in ordered]
-        writer.log("samples", samples.columns(
-            step=step, group=[g for g, m in enumerate(members) for _ in m],
-            sample_idx=[k for m in members for k in range(len(m))], prompt=[r["input"] for r in ordered],
-            completion=[r["output"] for r in ordered], reward=reward, advantage=adv,
-            per_fn={n: [r["rewards"].get(n) for r in ordered] for n in names}))
-        zero_std = verl.frac_zero_std([[rows[i]["reward"] for i in m] for m in members])
-        known = [a for a in adv if not math.isnan(a)] or [math.nan]
-        writer.log("scalars", scalar_row(step, path.stat().st_mtime, start, verl.step_metrics(reward, known, zero_std)))
-        writer.flush()
-    writer.close()
-    last = files[-1][0]
-    config = {
-        "name": name, "algo": "grpo", "source": "prime-rl", "advantage_source": "prime-rl", "model": "unknown",
-        "task": "prime-rl rollouts", "group_size": sizes.most_common(1)[0][0], "prompts_per_step": prompts_first_step,
-        "max_steps": last, "token_detail_groups": 0, "rewards": {}, "imported_from": str(source.resolve()),
-    }
-    finish(paths, config, step=last, total_steps=last, started_at=start, updated_at=files[-1][1].stat().st_mtime)
-
+    # grouped by group.id where every episode has one
+    seen = write_steps(paths, files, read=read_rows, group=lambda rows, path: verl.groups(rows, path, group_size),
+                       tables=step_tables)
+    finish_steps(paths, source, files, seen, name=name, source="prime-rl", advantage_source="prime-rl",
+                 task="prime-rl rollouts")

@@ -22,14 +22,14 @@ import functools
 import json
 import math
 import os
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import torch
 
 from grpo_lab.rundir.importers import limits, samples
-from grpo_lab.rundir.importers.build import SourceError, finish, open_writer, scalar_row
+from grpo_lab.rundir.importers.build import SourceError, finish_steps, write_steps
 from grpo_lab.rundir.layout import RunPaths
 from grpo_lab.objective.functions import group_advantages
 
@@ -132,16 +132,10 @@ def convert(source: Path, paths: RunPaths, *, name: str, std_mode: str, group_si
     files = step_files(source)
     if not files:
         raise SourceError(f"{source}: expected verl's rollout dump: <step>.jsonl files (trainer.rollout_data_dir)")
-    writer = open_writer(paths)
-    start = files[0][1].stat().st_mtime
-    sizes: Counter[int] = Counter()
     kinds: dict[str, str] = {}  # extra column -> number or text, fixed at its first appearance
-    prompts_first_step = 0
-    for step, path in files:
-        rows = read_rows(path)
-        members = groups(rows, path, group_size)
-        sizes.update(len(m) for m in members)
-        prompts_first_step = prompts_first_step or len(members)
+
+    def tables(step: int, rows: list[dict[str, Any]], members: list[list[int]]
+               ) -> tuple[dict[str, pa.Array], dict[str, float]]:
         # One (groups, largest G) matrix, NaN-padded: group_advantages leaves NaN out of mean and std.
         width = max(len(m) for m in members)
         scores = torch.full((len(members), width), math.nan, dtype=torch.float64)
@@ -155,23 +149,17 @@ def convert(source: Path, paths: RunPaths, *, name: str, std_mode: str, group_si
         keys = sorted({k for r in ordered for k in r if k not in KNOWN})
         extra = samples.extra_columns({k: [r.get(k) for r in ordered] for k in keys}, kinds)
         answer = [None if r.get("gts") is None else str(r["gts"]) for r in ordered] if "extra/gts" in extra else None
-        writer.log("samples", samples.columns(
+        cols = samples.columns(
             step=step, group=[g for g, _, _ in flat], sample_idx=[k for _, k, _ in flat],
             prompt=[r["input"] for r in ordered], completion=[r["output"] for r in ordered],
-            reward=reward, advantage=advantage, extra=extra, answer=answer))
+            reward=reward, advantage=advantage, extra=extra, answer=answer)
         own = step_metrics(reward, advantage, result.zero_std.float().mean().item())
-        writer.log("scalars", scalar_row(step, path.stat().st_mtime, start, {**(logged or {}).get(step, {}), **own}))
-        writer.flush()
-    writer.close()
+        return cols, {**(logged or {}).get(step, {}), **own}
 
-    last = files[-1][0]
-    config = {
-        "name": name, "algo": "grpo", "source": "verl", "advantage_source": "recomputed", "std_mode": std_mode,
-        "model": "unknown", "task": "verl rollout dump", "group_size": sizes.most_common(1)[0][0],
-        "prompts_per_step": prompts_first_step, "max_steps": last, "token_detail_groups": 0, "rewards": {},
-        "imported_from": str(source.resolve()),
-    }
-    finish(paths, config, step=last, total_steps=last, started_at=start, updated_at=files[-1][1].stat().st_mtime)
+    seen = write_steps(paths, files, read=read_rows, group=lambda rows, path: groups(rows, path, group_size),
+                       tables=tables)
+    finish_steps(paths, source, files, seen, name=name, source="verl", advantage_source="recomputed",
+                 std_mode=std_mode, task="verl rollout dump")
 
 
 def _score(row: dict[str, Any]) -> float:
