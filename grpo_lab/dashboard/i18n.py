@@ -2,7 +2,8 @@
 
 The text lives in dashboard/locales/<code>.yaml, one file per language, each a flat mapping
 key -> text with the same keys: a translator edits those files and never opens code, and a third
-language is one more file (its `language.name` is what the switch shows). tests/dashboard/test_i18n.py
+language is one more file (its `language.name` is what the switch shows). The trainer options' English
+help is not in en.yaml: it is the trainer's own (trainer/config.py, `option_help`). tests/dashboard/test_i18n.py
 checks that every file has the same keys and placeholders, and that every key the code asks for exists.
 
 `t("group.title")` returns the text in the chosen language; the choice lives in
@@ -14,11 +15,14 @@ is a bug and raises KeyError; a key only a newer English file has shows in Engli
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from pathlib import Path
 
 import streamlit as st
 import yaml
+
+from grpo_lab.trainer.config import Config
 
 LOCALES = Path(__file__).resolve().parent / "locales"
 DEFAULT = "en"
@@ -27,8 +31,8 @@ _WIDGET_KEY = "lang_switch"
 
 
 @functools.cache
-def texts(code: str) -> dict[str, str]:
-    """Every text of language `code`, read from its file once per process."""
+def file_texts(code: str) -> dict[str, str]:
+    """The texts language `code`'s file holds, read once per process."""
     path = LOCALES / f"{code}.yaml"
     loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
     if not isinstance(loaded, dict):
@@ -37,6 +41,23 @@ def texts(code: str) -> dict[str, str]:
     if wrong:
         raise ValueError(f"{path}: these keys do not map to a quoted text: {', '.join(map(str, wrong[:5]))}")
     return loaded
+
+
+def option_help(english: dict[str, str]) -> dict[str, str]:
+    """option.<name>.help for each trainer option the dashboard labels (option.<name>.label in `english`):
+    the trainer's own help text (grpo_lab/trainer/config.py, its --help), written there once. Another
+    language's file translates it under the same key."""
+    labelled = {key[len("option."):-len(".label")] for key in english
+                if key.startswith("option.") and key.endswith(".label")}
+    return {f"option.{f.name}.help": f.metadata["help"] for f in dataclasses.fields(Config)
+            if f.name in labelled and "help" in f.metadata}
+
+
+@functools.cache
+def texts(code: str) -> dict[str, str]:
+    """Every text of language `code`: its file's, and for English the trainer options' help (option_help)."""
+    own = file_texts(code)
+    return {**own, **option_help(own)} if code == DEFAULT else own
 
 
 def _languages() -> dict[str, str]:

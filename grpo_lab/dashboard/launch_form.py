@@ -11,7 +11,8 @@ from grpo_lab.launching import launcher, presets
 from grpo_lab.dashboard.i18n import per_language, t
 
 # The form's main options, then those under "More options". Each option's label and help text are
-# option.<name>.label and option.<name>.help in dashboard/locales/ (English help: grpo_lab/trainer/config.py's).
+# option.<name>.label and option.<name>.help (i18n.t): labels in dashboard/locales/, English help the
+# trainer's own (grpo_lab/trainer/config.py, i18n.option_help), other languages' in their locale file.
 MAIN = ["algo", "rewards", "group_size", "epsilon", "beta", "lr", "max_steps", "passes", "seed", "name"]
 MORE = ["prompts_per_step", "sft_steps", "max_new_tokens", "temperature", "std_mode", "loss_aggregation",
         "epsilon_high", "eval_fraction", "eval_every", "measure_kl", "tools", "environment", "max_tool_calls",

@@ -25,47 +25,36 @@ by `score_all`), so each gets a message. The call itself never raises for them.
 from __future__ import annotations
 
 import importlib.util
+from dataclasses import asdict
 
 from grpo_lab.rewards import math_verify_pool
 from grpo_lab.rewards._text import as_text, require_column
 from grpo_lab.rewards.registry import READS_COLUMN
-from grpo_lab.rewards.verifier import MODES, judge
+from grpo_lab.rewards.verifier import MODES, Judging, judge, takes_judging
 
 
-def correctness_reward(
-    column: str = READS_COLUMN["correctness"],
-    mode: str = "lenient",
-    symbolic: bool = True,
-    multiple_choice: bool | None = None,
-    float_rounding: int = 6,
-    timeout_s: float = 5.0,
-    workers: int | None = None,
-):
-    """column: the dataset column with the gold; mode: "lenient" judges the last number or
-    expression when there is no `\\boxed{}` or answer line, "strict" scores that 0;
-    symbolic: False skips math-verify (numbers, letters and plain text only); multiple_choice:
-    None detects a letter gold, True/False force it; float_rounding: decimals compared when a
-    float is involved; timeout_s: wall-time limit per sample for math-verify; workers: the
-    most child processes it grows to while pairs wait (default one per CPU core, at most 8)."""
-    if mode not in MODES:
-        raise ValueError(f"reward 'correctness': mode must be one of {', '.join(MODES)}, got {mode!r}")
-    if not timeout_s or timeout_s <= 0:
-        raise ValueError(f"reward 'correctness': timeout_s must be > 0, got {timeout_s!r}")
-    if not isinstance(float_rounding, int) or float_rounding < 0:
-        raise ValueError(f"reward 'correctness': float_rounding must be an integer >= 0, got {float_rounding!r}")
-    if workers is not None and workers < 1:
-        raise ValueError(f"reward 'correctness': workers must be >= 1 or None, got {workers!r}")
-    if symbolic and importlib.util.find_spec("math_verify") is None:
+@takes_judging()
+def correctness_reward(column: str = READS_COLUMN["correctness"], **options):
+    """column: the dataset column with the gold; `options`: how the answer is judged, verifier.Judging's
+    fields (mode, symbolic, multiple_choice, float_rounding, timeout_s, workers), each a reward_param."""
+    how = Judging(**options)
+    if how.mode not in MODES:
+        raise ValueError(f"reward 'correctness': mode must be one of {', '.join(MODES)}, got {how.mode!r}")
+    if not how.timeout_s or how.timeout_s <= 0:
+        raise ValueError(f"reward 'correctness': timeout_s must be > 0, got {how.timeout_s!r}")
+    if not isinstance(how.float_rounding, int) or how.float_rounding < 0:
+        raise ValueError(f"reward 'correctness': float_rounding must be an integer >= 0, got {how.float_rounding!r}")
+    if how.workers is not None and how.workers < 1:
+        raise ValueError(f"reward 'correctness': workers must be >= 1 or None, got {how.workers!r}")
+    if how.symbolic and importlib.util.find_spec("math_verify") is None:
         raise ValueError("reward 'correctness': the math-verify package is missing;"
                          " pip install -r requirements.txt (or pass symbolic=False)")
-    if symbolic:  # its processes import sympy while the trainer loads the model, not on step 1
-        math_verify_pool.shared_pool(workers or math_verify_pool.default_workers()).start()
+    if how.symbolic:  # its processes import sympy while the trainer loads the model, not on step 1
+        math_verify_pool.shared_pool(how.workers or math_verify_pool.default_workers()).start()
 
     def correctness(prompts, completions, **columns) -> list[float | None]:
         golds = require_column(columns, column, "correctness")
-        verdicts = judge([as_text(c) for c in completions], list(golds), mode=mode, symbolic=symbolic,
-                         multiple_choice=multiple_choice, float_rounding=float_rounding, timeout_s=timeout_s,
-                         workers=workers)
+        verdicts = judge([as_text(c) for c in completions], list(golds), **asdict(how))
         # no verdict: None, as TRL's contract has it; the reasons go where score_all reads them
         correctness.problems = {i: f"no verdict ({v.reason})" for i, v in enumerate(verdicts)
                                 if v.path in ("timeout", "error")}

@@ -13,9 +13,10 @@ must not pull in torch and transformers (the dashboard's launch form calls it).
 from __future__ import annotations
 
 import functools
-import importlib
 import inspect
 from typing import Callable
+
+from grpo_lab.rewards import import_path
 
 Reward = Callable[..., list]
 
@@ -156,20 +157,16 @@ def _call_factory(path: str, factory, params: dict) -> Reward:
 
 
 def _resolve(path: str, label: str):
-    module_name, _, attr_path = path.partition(":")
-    if not module_name or not attr_path:
-        raise ValueError(f"reward {label!r}: an import path must look like 'package.module:function'")
+    """The object `path` names (rewards/import_path.py), its failure said as the reward `label`'s."""
     try:
-        obj = importlib.import_module(module_name)
-    except Exception as exc:  # ImportError, or the module itself failing on import
-        raise ValueError(
-            f"reward {label!r}: cannot import module {module_name!r} ({type(exc).__name__}: {exc})"
-        ) from exc
-    for attr in attr_path.split("."):
-        if not hasattr(obj, attr):
-            raise ValueError(f"reward {label!r}: module {module_name!r} has no attribute {attr_path!r}")
-        obj = getattr(obj, attr)
-    return obj
+        return import_path.resolve(path)
+    except import_path.ImportPathError as exc:
+        if exc.kind == "shape":
+            raise ValueError(f"reward {label!r}: an import path must look like 'package.module:function'") from None
+        if exc.kind == "import":
+            raise ValueError(f"reward {label!r}: cannot import module {exc.module!r} "
+                             f"({type(exc.cause).__name__}: {exc.cause})") from exc.cause
+        raise ValueError(f"reward {label!r}: module {exc.module!r} has no attribute {exc.attr!r}") from None
 
 
 def _check_params(label: str, fn, params: dict, require: bool = False) -> None:

@@ -36,6 +36,8 @@ worked solution or a GSM8K "... #### 72" gold is reduced to its answer.
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import re
 import threading
 from collections import OrderedDict
@@ -79,6 +81,48 @@ _LAST_NUMBER = re.compile(r"([A-Za-z?]*)(\d+(?:[.,]\d+)*)([A-Za-z?]*)(?!.*\d)", 
 # Units written on a number with no space ("5cm", "3rd"); other letters there are not a unit ("2wo")
 _GLUED_UNITS = {"cm", "mm", "m", "km", "kg", "g", "mg", "s", "ms", "h", "hr", "hrs", "min", "l", "ml", "lb", "lbs",
                 "oz", "ft", "in", "mph", "kmh", "k", "am", "pm", "st", "nd", "rd", "th", "yr", "yrs"}
+
+
+@dataclass(frozen=True)
+class Judging:
+    """How an answer is judged: `judge`'s, `explain`'s and the correctness reward's options (its
+    reward_params, but `column`), declared here once; each of those functions takes them as **options
+    and shows them in its signature (`takes_judging`).
+
+    mode: "lenient" judges the last number or expression when there is no `\\boxed{}` or answer line,
+    "strict" scores that 0; symbolic: False never calls math-verify (numbers, letters and plain text
+    only); multiple_choice: None detects a letter gold, True/False force it; float_rounding: decimals
+    compared when a float is involved; timeout_s: wall-time limit per pair for math-verify; workers:
+    the most child processes it grows to while pairs wait (default one per CPU core, at most 8).
+    """
+
+    mode: str = "lenient"
+    symbolic: bool = True
+    multiple_choice: bool | None = None
+    float_rounding: int = 6
+    timeout_s: float = 5.0
+    workers: int | None = None
+
+
+def takes_judging(*, but: tuple[str, ...] = ()):
+    """A decorator: `fn(..., **options)` gets the signature `fn(..., *, mode="lenient", symbolic=True, ...)`,
+    Judging's fields (those in `but` left out), so `help()` and reward_params checks (rewards/registry.py,
+    which reads signatures) see each option by name.
+
+    >>> @takes_judging(but=("workers",))
+    ... def f(text, **options): return Judging(**options)
+    >>> str(inspect.signature(f))
+    "(text, *, mode: 'str' = 'lenient', symbolic: 'bool' = True, multiple_choice: 'bool | None' = None, \
+float_rounding: 'int' = 6, timeout_s: 'float' = 5.0)"
+    """
+    def wrap(fn):
+        sig = inspect.signature(fn)
+        own = [p for p in sig.parameters.values() if p.kind is not p.VAR_KEYWORD]
+        options = [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=f.type)
+                   for f in dataclasses.fields(Judging) if f.name not in but]
+        fn.__signature__ = sig.replace(parameters=[*own, *options])
+        return fn
+    return wrap
 
 
 @dataclass(frozen=True)
@@ -299,44 +343,31 @@ _CACHE_SIZE = 8192
 _CACHE_LOCK = threading.Lock()
 
 
-def judge(
-    completions: list[str],
-    golds: list,
-    mode: str = "lenient",
-    symbolic: bool = True,
-    multiple_choice: bool | None = None,
-    float_rounding: int = 6,
-    timeout_s: float = 5.0,
-    workers: int | None = None,
-) -> list[Verdict]:
-    """A Verdict per (completion, gold) pair; a gold of None gets score None ("no gold").
-
-    mode: "lenient" or "strict" (module docstring); symbolic: False never calls math-verify;
-    multiple_choice: None detects a letter gold, True/False force it; float_rounding: decimals
-    compared when a float is involved; timeout_s: wall-time limit per pair for math-verify;
-    workers: its child processes (default: one per core, at most 8).
+@takes_judging()
+def judge(completions: list[str], golds: list, **options) -> list[Verdict]:
+    """A Verdict per (completion, gold) pair; a gold of None gets score None ("no gold"). `options`:
+    Judging's fields (mode, symbolic, multiple_choice, float_rounding, timeout_s, workers).
     """
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
+    how = Judging(**options)
+    if how.mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}; got {how.mode!r}")
     verdicts: list[Verdict | None] = [None] * len(completions)
     waiting: dict[math_verify_pool.Job, list[tuple[int, _ForMathVerify]]] = {}  # one job per distinct pair
     for i, (completion, gold) in enumerate(zip(completions, golds, strict=True)):
-        decided = _decide_here(completion, gold, mode, symbolic, multiple_choice, float_rounding)
+        decided = _decide_here(completion, gold, how.mode, how.symbolic, how.multiple_choice, how.float_rounding)
         if isinstance(decided, Verdict):
             verdicts[i] = decided
         else:
             waiting.setdefault(decided.job, []).append((i, decided))
-    outcomes = _math_verify(list(waiting), timeout_s, workers)
+    outcomes = _math_verify(list(waiting), how.timeout_s, how.workers)
     for job, outcome in zip(waiting, outcomes):
         for i, pending in waiting[job]:
             verdicts[i] = _from_outcome(outcome, pending.span, pending.gold_span)
     return verdicts
 
 
-def explain(
-    completion: str, gold, mode: str = "lenient", symbolic: bool = True,
-    multiple_choice: bool | None = None, float_rounding: int = 6, timeout_s: float = 5.0,
-) -> dict:
+@takes_judging(but=("workers",))
+def explain(completion: str, gold, **options) -> dict:
     """Why a completion scores what it scores, for a person (the dashboard's Groups page).
 
     Keys: `verdict` (1.0 / 0.0 / None), `path` (who decided: number, choice, math-verify,
@@ -350,10 +381,10 @@ def explain(
     >>> explain("7", "7", mode="strict")["reason"]
     'strict mode: no \\\\boxed{} and no answer line'
     """
-    verdict = judge([completion], [gold], mode=mode, symbolic=symbolic, multiple_choice=multiple_choice,
-                    float_rounding=float_rounding, timeout_s=timeout_s, workers=1)[0]  # one child is plenty here
+    how = Judging(**options, workers=1)  # one child is plenty here
+    verdict = judge([completion], [gold], **asdict(how))[0]
     fields = asdict(verdict)
-    return {"verdict": fields.pop("score"), **fields, "mode": mode}
+    return {"verdict": fields.pop("score"), **fields, "mode": how.mode}
 
 
 def answers_match(completion: str, reference, symbolic: bool = True, multiple_choice=None, mode="lenient") -> bool:

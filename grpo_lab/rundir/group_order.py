@@ -1,9 +1,11 @@
 """Which groups of a step made a curve move: the orderings Groups offers, and which curve opens which.
 
 A point on a Live curve (a step) opens Groups at that step with its groups ordered by their share of
-that curve's metric. ORDERS is the one declaration: each ordering, the registered scalar names
-(rundir/metrics.py) whose curves open it, and the format its figure is said in; how a group's figure
-is read from the run's tables is the SQL below (figure_exprs, MASS, TOKEN_FIGURES), here only.
+that curve's metric. ORDERINGS is the one declaration: a record per ordering with the registered scalar
+names (rundir/metrics.py) whose curves open it, the format its figure is said in, its direction, and the
+SQL of its figure over the samples table, of its additive share, and over the tokens table; everything
+else here (ORDERS, SORTS, figures_sql, token_figures_sql) is derived from it. Its texts are in the
+dashboard's locale files under its key: groups_order.<key> (the picker), .short.<key>, .explain.<key>.
 FINDING_METRICS names the scalar behind each run-doctor finding (trainer/doctor.py kinds), so a finding
 opens the same ordering its curve would.
 
@@ -27,36 +29,80 @@ GROUP = "group"  # the step's own order: group 0, 1, ... (no figure)
 
 
 @dataclass(frozen=True)
+class Sql:
+    """An SQL expression over a group's rows, and the table columns it needs."""
+
+    needs: frozenset[str]
+    expr: str
+
+
+def _sql(expr: str, *needs: str) -> Sql:
+    return Sql(frozenset(needs), expr)
+
+
+def _weighted(value: str) -> tuple[Sql, ...]:
+    """The token-weighted group mean of a per-sample mean (`length` tokens each), else the plain mean."""
+    return (_sql(f"sum({value} * length) / nullif(sum(CASE WHEN {value} IS NOT NULL THEN length END), 0)",
+                 value, "length"),
+            _sql(f"avg({value})", value))
+
+
+@dataclass(frozen=True)
 class Order:
-    key: str  # the address's `sort=`
+    """One ordering of a step's groups. Its texts: groups_order.<key>, .short.<key>, .explain.<key> (locales)."""
+
+    key: str  # the address's `sort=`, and the figure's column in figures_sql
     metrics: tuple[str, ...]  # registered scalar names whose curves open this ordering
     fmt: str  # a group's figure as the picker says it (a format spec)
+    # the group's figure over its samples rows: the first of these the run's columns allow (none: not available,
+    # unless `tokens` gives it); `suspects` builds its own from the columns (suspects_sql)
+    figure: tuple[Sql, ...] = ()
+    # the group's additive part of its step's scalar: this per-sample SQL summed (key_mass, below); None for a
+    # maximum (ratio_max) or rewards of either sign (reward)
+    mass: Sql | None = None
+    tokens: Sql | None = None  # the figure over a group's rows of the tokens table, where the samples lack it
     lowest_first: bool = False  # False: the largest share first
 
 
-ORDERS: dict[str, Order] = {o.key: o for o in (
-    Order("kl", ("kl/mean", "kl/approx", "kl/folded", "kl/penalty"), ".3g"),
-    Order("clip", ("clip/low", "clip/high", "clip/total"), ".0f"),
-    # zero-spread groups first: they are what a no-signal step, a flat advantage or a ~0 loss is made of
+ORDERINGS: tuple[Order, ...] = (
+    Order("kl", ("kl/mean", "kl/approx", "kl/folded", "kl/penalty"), ".3g",
+          figure=_weighted("kl_mean"),  # null when the run has no reference (beta 0)
+          mass=_sql("kl_mean * length", "kl_mean", "length"), tokens=_sql("avg(kl)", "kl")),
+    Order("clip", ("clip/low", "clip/high", "clip/total"), ".0f",
+          figure=(_sql("sum(clipped_tokens)", "clipped_tokens"),
+                  # before per-sample counts: the fraction times the length
+                  _sql("sum(round(clip_frac * length))", "clip_frac", "length")),
+          mass=_sql("clipped_tokens", "clipped_tokens"), tokens=_sql("sum(clipped::INT)", "clipped")),
+    # zero-spread groups first: they are what a no-signal step, a flat advantage or a ~0 loss is made of;
+    # its share is of the step's groups without signal (figures_sql's no_signal_mass)
     Order("no_signal", ("groups/frac_zero_std", "advantage/mean", "advantage/std", "advantage/min", "advantage/max",
-                        "reward/std", "loss/policy", "loss/total"), ".2f", lowest_first=True),
-    Order("entropy", ("entropy/mean", "loss/entropy_bonus"), ".3g"),
-    Order("ratio_max", ("ratio/min", "ratio/mean", "ratio/max"), ".3g"),
-    Order("length", ("completion/length_mean", "completion/length_max", "completion/repetitive_frac"), ".1f"),
-    Order("truncated", ("completion/truncated_frac",), ".0f"),
+                        "reward/std", "loss/policy", "loss/total"), ".2f",
+          figure=(_sql("stddev_pop(reward)"),), lowest_first=True),
+    Order("entropy", ("entropy/mean", "loss/entropy_bonus"), ".3g",
+          figure=_weighted("entropy_mean"), mass=_sql("entropy_mean * length", "entropy_mean", "length")),
+    Order("ratio_max", ("ratio/min", "ratio/mean", "ratio/max"), ".3g",
+          figure=(_sql("max(ratio_max)", "ratio_max"),), tokens=_sql("max(ratio)", "ratio")),
+    Order("length", ("completion/length_mean", "completion/length_max", "completion/repetitive_frac"), ".1f",
+          figure=(_sql("avg(length)", "length"),), mass=_sql("length", "length")),
+    Order("truncated", ("completion/truncated_frac",), ".0f",
+          figure=(_sql("sum(truncated::INT)", "truncated"),), mass=_sql("truncated::INT", "truncated")),
     Order("reward", ("reward/mean", "reward/min", "reward/max", "rewards/<fn>/mean", "rewards/<fn>/std",
-                     "rewards/<fn>/min", "rewards/<fn>/max", "rewards/<fn>/none_frac", "rewards/<fn>/errors"), ".2f"),
-    Order("tool_errors", ("tools/error_frac", "tools/calls_per_rollout", "tools/turns_per_rollout"), ".0f"),
+                     "rewards/<fn>/min", "rewards/<fn>/max", "rewards/<fn>/none_frac", "rewards/<fn>/errors"), ".2f",
+          figure=(_sql("avg(reward)"),)),
+    Order("tool_errors", ("tools/error_frac", "tools/calls_per_rollout", "tools/turns_per_rollout"), ".0f",
+          figure=(_sql("sum(tool_errors)", "tool_errors"),), mass=_sql("tool_errors", "tool_errors")),
     Order("mismatch", ("mismatch/logp_diff_mean", "mismatch/logp_diff_max", "mismatch/kl", "mismatch/ratio_mean",
                        "mismatch/ratio_min", "mismatch/ratio_max", "mismatch/out_frac", "mismatch/weight_mean",
-                       "mismatch/weight_min", "mismatch/weight_max", "mismatch/masked_frac"), ".3g"),
-)}
-# The reward-hacking lens (rundir/honesty.py): groups whose high rewards the answer may not earn
-ORDERS["suspects"] = Order("suspects", ("honesty/<fn>/sign_share", "honesty/<fn>/reward_share", "honesty/length_corr",
-                                        "honesty/length_corr_trend", "honesty/strict_fail_frac", "honesty/strict_checked",
-                                        "honesty/groups_all_solved", "honesty/groups_none_solved",
-                                        "honesty/group_spread", "honesty/group_spread_ratio", "honesty/reward_gain",
-                                        "honesty/eval_accuracy_gain"), ".1f")
+                       "mismatch/weight_min", "mismatch/weight_max", "mismatch/masked_frac"), ".3g",
+          figure=_weighted("mismatch_mean"), mass=_sql("mismatch_mean * length", "mismatch_mean", "length")),
+    # The reward-hacking lens (rundir/honesty.py): groups whose high rewards the answer may not earn
+    Order("suspects", ("honesty/<fn>/sign_share", "honesty/<fn>/reward_share", "honesty/length_corr",
+                       "honesty/length_corr_trend", "honesty/strict_fail_frac", "honesty/strict_checked",
+                       "honesty/groups_all_solved", "honesty/groups_none_solved",
+                       "honesty/group_spread", "honesty/group_spread_ratio", "honesty/reward_gain",
+                       "honesty/eval_accuracy_gain"), ".1f"),
+)
+ORDERS: dict[str, Order] = {o.key: o for o in ORDERINGS}
 SORTS = (GROUP, *ORDERS)  # what the Groups picker offers, in its order
 
 # The scalar each run-doctor finding is about (docs/run-directory.md, tables/events). Kinds not here
@@ -101,15 +147,8 @@ def sort_for_finding(kind: str) -> str | None:
 # --- figures ----------------------------------------------------------------------------------
 
 
-def _weighted(value: str, columns: set[str]) -> str:
-    """The token-weighted group mean of a per-sample mean (`length` tokens each), else the plain mean."""
-    if "length" not in columns:
-        return f"avg({value})"
-    return f"sum({value} * length) / nullif(sum(CASE WHEN {value} IS NOT NULL THEN length END), 0)"
-
-
 def formatted_figure(sort: str, value: float) -> str:
-    """A group's figure under ordering `sort` as the picker says it (ORDERS' format).
+    """A group's figure under ordering `sort` as the picker says it (its Order's format).
 
     >>> formatted_figure("kl", 0.012345), formatted_figure("clip", 3.0), formatted_figure("length", 41.26)
     ('0.0123', '3', '41.3')
@@ -117,30 +156,19 @@ def formatted_figure(sort: str, value: float) -> str:
     return format(float(value), ORDERS[sort].fmt)
 
 
+def _first_allowed(alternatives: tuple[Sql, ...], columns: set[str]) -> str | None:
+    return next((sql.expr for sql in alternatives if sql.needs <= columns), None)
+
+
 def figure_exprs(columns: set[str]) -> dict[str, str]:
-    """SQL for each ordering's figure that the samples columns `columns` allow (key -> expression)."""
-    out = {"reward": "avg(reward)", "no_signal": "stddev_pop(reward)"}
-    if "kl_mean" in columns:
-        out["kl"] = _weighted("kl_mean", columns)  # null when the run has no reference (beta 0)
-    if "clipped_tokens" in columns:
-        out["clip"] = "sum(clipped_tokens)"
-    elif {"clip_frac", "length"} <= columns:  # before per-sample counts: the fraction times the length
-        out["clip"] = "sum(round(clip_frac * length))"
-    if "entropy_mean" in columns:
-        out["entropy"] = _weighted("entropy_mean", columns)
-    if "ratio_max" in columns:
-        out["ratio_max"] = "max(ratio_max)"
-    if "length" in columns:
-        out["length"] = "avg(length)"
-    if "truncated" in columns:
-        out["truncated"] = "sum(truncated::INT)"
-    if "tool_errors" in columns:
-        out["tool_errors"] = "sum(tool_errors)"
-    if "mismatch_mean" in columns:
-        out["mismatch"] = _weighted("mismatch_mean", columns)
-    if suspects := suspects_sql(columns):
-        out["suspects"] = suspects
-    return out
+    """SQL for each ordering's figure that the samples columns `columns` allow (key -> expression).
+
+    >>> figure_exprs({"reward", "kl_mean"})
+    {'kl': 'avg(kl_mean)', 'no_signal': 'stddev_pop(reward)', 'reward': 'avg(reward)'}
+    """
+    out = {o.key: _first_allowed(o.figure, columns) for o in ORDERINGS}
+    out["suspects"] = suspects_sql(columns)
+    return {key: sql for key, sql in out.items() if sql is not None}
 
 
 def suspects_sql(columns: set[str]) -> str | None:
@@ -168,23 +196,16 @@ def suspects_sql(columns: set[str]) -> str | None:
     return " + ".join(parts) or None
 
 
-# Each ordering's additive part of its step's scalar, per group ("<key>_mass"): the samples' figures add back
-# to the step's scalars (docs/run-directory.md), so a group's mass over the step's is its share of the point
-# clicked. key -> (the samples columns it needs, the per-sample SQL summed). ratio_max and reward have none
-# (a maximum; rewards of either sign).
-MASS = {"kl": ({"kl_mean", "length"}, "kl_mean * length"), "clip": ({"clipped_tokens"}, "clipped_tokens"),
-        "entropy": ({"entropy_mean", "length"}, "entropy_mean * length"), "length": ({"length"}, "length"),
-        "truncated": ({"truncated"}, "truncated::INT"), "tool_errors": ({"tool_errors"}, "tool_errors"),
-        "mismatch": ({"mismatch_mean", "length"}, "mismatch_mean * length")}
-
-
 def figures_sql(columns: set[str]) -> str:
     """One row per group of step `$step`: its prompt, size, whether it has signal (any A != 0), whether
-    dynamic sampling dropped it, a column per ordering `figure_exprs` allows, and its MASS columns."""
+    dynamic sampling dropped it, a column per ordering `figure_exprs` allows, and each ordering's `mass`
+    (<key>_mass, the samples' figures add back to the step's scalars (docs/run-directory.md), so a group's
+    mass over the step's is its share of the point clicked) where the columns allow it."""
     dropped = "bool_or(coalesce(dropped, false))" if "dropped" in columns else "false"
     signal = "coalesce(max(abs(advantage)), 0) > 0"
     figures = "".join(f", {sql} AS {key}" for key, sql in figure_exprs(columns).items())
-    masses = "".join(f", sum({sql}) AS {key}_mass" for key, (needs, sql) in MASS.items() if needs <= columns)
+    masses = "".join(f", sum({o.mass.expr}) AS {o.key}_mass" for o in ORDERINGS
+                     if o.mass is not None and o.mass.needs <= columns)
     return (f'SELECT "group", any_value(prompt_id) AS prompt_id, count(*) AS size, '
             f"{signal} AS signal, {dropped} AS dropped{figures}{masses}, (NOT {signal})::INT AS no_signal_mass "
             'FROM {src} WHERE step = $step GROUP BY "group" ORDER BY "group"')
@@ -207,19 +228,18 @@ def carried(ranked: pd.DataFrame, sort: str, first: int) -> float | None:
     return float(ranked[column].head(first).sum()) / total
 
 
-# The figures the tokens table also holds: key -> (the tokens column it needs, the SQL over a group's tokens).
-TOKEN_FIGURES = {"kl": ("kl", "avg(kl)"), "clip": ("clipped", "sum(clipped::INT)"),
-                 "ratio_max": ("ratio", "max(ratio)")}
+# The figures the tokens table also holds (each ordering's `tokens`): key -> the SQL over a group's tokens.
+TOKEN_FIGURES: dict[str, Sql] = {o.key: o.tokens for o in ORDERINGS if o.tokens is not None}
 
 
 def token_figures_sql(columns: set[str], missing: set[str]) -> str | None:
     """The figures in `missing` that the tokens table (columns `columns`) holds, per group of step `$step`;
     the policy's tokens only (a tool's result has no ratio, KL or clip)."""
-    keys = [k for k, (needs, _sql) in TOKEN_FIGURES.items() if k in missing and needs in columns]
+    keys = [k for k, sql in TOKEN_FIGURES.items() if k in missing and sql.needs <= columns]
     if not keys:
         return None
     model = " AND source IS DISTINCT FROM 'tool'" if "source" in columns else ""
-    figures = ", ".join(f"{TOKEN_FIGURES[k][1]} AS {k}" for k in keys)
+    figures = ", ".join(f"{TOKEN_FIGURES[k].expr} AS {k}" for k in keys)
     return f'SELECT "group", {figures} FROM {{src}} WHERE step = $step{model} GROUP BY "group"'
 
 

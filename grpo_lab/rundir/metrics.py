@@ -256,7 +256,7 @@ class Panel:
 
     id: str
     names: tuple[str, ...]
-    section: str = "overview"  # where Live puts it (dashboard/views/metrics.py SECTIONS)
+    section: str = "overview"  # where Live puts it (SECTIONS, below)
     ratio: bool = False  # log y-axis, the clip bounds drawn as rules
     stacked: bool = False  # parts of a whole: stacked areas
 
@@ -302,6 +302,11 @@ PANELS += (
     Panel("honesty_spread", ("honesty/group_spread", "honesty/group_spread_ratio"), section="honesty"),
 )
 
+
+# Live's sections, in page order: each section's id as its panels first name it. "overview" is drawn on
+# every load; each other section sits in a closed expander, drawn once opened (a dozen charts on first
+# paint took 2-3 s in a browser), under its title live.section.<id> in the dashboard's locale files.
+SECTIONS: tuple[str, ...] = tuple(dict.fromkeys(p.section for p in PANELS))
 
 def _pattern(name: str) -> re.Pattern:
     """A registered name as a regex over columns: <fn> one path part, <name> the rest."""

@@ -8,10 +8,10 @@ environments.py: the row's prompt, the observation reset returns, get_reward as 
 
 from __future__ import annotations
 
-import importlib
 import inspect
 from collections.abc import Callable
 
+from grpo_lab.rewards import import_path
 from grpo_lab.tools import environments
 from grpo_lab.tools.calculator import calculator
 from grpo_lab.tools.python_tool import python
@@ -24,17 +24,15 @@ class ToolError(ValueError):
 
 
 def _import(spec: str, what: str):
-    module_name, _, attr = spec.partition(":")
-    if not module_name or not attr:
-        raise ToolError(f"{what}: {spec!r} is not module:name (built-in tools: {', '.join(BUILTIN)})")
+    """The object `spec` names (rewards/import_path.py), its failure said as option `what`'s."""
     try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ToolError(f"{what}: cannot import {module_name!r} ({exc})") from None
-    try:
-        return getattr(module, attr)
-    except AttributeError:
-        raise ToolError(f"{what}: module {module_name!r} has no {attr!r}") from None
+        return import_path.resolve(spec)
+    except import_path.ImportPathError as exc:
+        if exc.kind == "shape":
+            raise ToolError(f"{what}: {spec!r} is not module:name (built-in tools: {', '.join(BUILTIN)})") from None
+        if exc.kind == "import":
+            raise ToolError(f"{what}: cannot import {exc.module!r} ({exc.cause})") from None
+        raise ToolError(f"{what}: module {exc.module!r} has no {exc.attr!r}") from None
 
 
 def load_tools(spec: str) -> dict[str, Callable]:

@@ -144,3 +144,16 @@ def test_every_panel_has_a_live_section_and_every_closed_section_a_heading():
     assert set(sections) == set(metrics.SECTIONS) and metrics.SECTIONS[0] == "overview"
     assert list(live_view.section_names()) == list(metrics.SECTIONS[1:])
     assert sections.count("overview") <= 4  # first paint: a few charts (bench/bench_dashboard.py --browser)
+
+
+def test_live_sections_are_the_registrys_in_page_order_each_with_a_title_in_every_language():
+    """rundir/metrics.py's panels declare the sections (in the order they first name them); the
+    dashboard's titles are keyed by the section id (live.section.<id>) in each locale file."""
+    from grpo_lab.dashboard import i18n
+    from grpo_lab.rundir import metrics as registry
+
+    assert metrics.SECTIONS == registry.SECTIONS == (
+        "overview", "update", "sampler", "completions", "speed", "value", "honesty")
+    for code in i18n.LANGUAGES:
+        titles = {k for k in i18n.texts(code) if k.startswith("live.section.")}
+        assert titles == {f"live.section.{s}" for s in registry.SECTIONS[1:]}, code

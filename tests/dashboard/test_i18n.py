@@ -87,12 +87,24 @@ def test_every_key_the_code_asks_for_exists():
 
 
 def test_option_help_in_english_is_the_trainers_own():
-    """The form's help texts are grpo_lab/trainer/config.py's (python -m grpo_lab.trainer --help): when one changes
-    there, change it in en.yaml and have it translated in the other files."""
+    """The form's help texts are grpo_lab/trainer/config.py's (python -m grpo_lab.trainer --help), read from there
+    (i18n.option_help): when one changes there, have it translated in the other files."""
     fields = launcher.config_fields()
     for name in ["model", *launch_form.MAIN, *launch_form.MORE]:
         assert i18n.texts("en")[f"option.{name}.help"] == fields[name]["help"], name
 
+
+
+def test_option_help_is_written_once_and_every_other_language_translates_each_option():
+    """en.yaml holds no option help (config.py's is the English); every other file has one for each option
+    the form shows, and none for an option it no longer shows."""
+    shown = {f"option.{name}.help" for name in ["model", "task", *launch_form.MAIN, *launch_form.MORE]}
+    assert not [k for k in i18n.file_texts("en") if k.startswith("option.") and k.endswith(".help")]
+    assert {k for k in i18n.texts("en") if k.startswith("option.") and k.endswith(".help")} == shown
+    for path in FILES:
+        if path.stem != "en":
+            helps = {k for k in i18n.file_texts(path.stem) if k.startswith("option.") and k.endswith(".help")}
+            assert helps == shown, (path.name, sorted(shown - helps), sorted(helps - shown))
 
 def test_a_missing_key_raises():
     with pytest.raises(KeyError, match="no.such.key"):

@@ -1,5 +1,5 @@
 """Live: a run's curves, refreshed every two seconds while it trains (only new parts are read); the
-overview first, each other section (grpo_lab/dashboard/views/metrics.py SECTIONS) drawn once its expander is opened."""
+overview first, each other section (grpo_lab/rundir/metrics.py SECTIONS) drawn once its expander is opened."""
 
 from __future__ import annotations
 

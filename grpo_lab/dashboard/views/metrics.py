@@ -31,9 +31,7 @@ class Panel:
     section: str = "overview"  # one of SECTIONS: where Live draws it (only "overview" on first paint)
 
 
-# Live's sections, in page order. "overview" is drawn on every load; each other section sits in a
-# closed expander and is drawn only once opened (a dozen charts on first paint took 2-3 s in a browser).
-SECTIONS = ("overview", "update", "sampler", "completions", "speed", "value", "honesty")
+SECTIONS = registry.SECTIONS  # Live's sections in page order, as the registry's panels declare them
 
 # the registry's units that have a translation (locales unit.*); the others ("nats", "GB") are symbols
 UNIT_KEYS = {"reward": "unit.reward", "fraction": "unit.fraction", "fraction of tokens": "unit.fraction",

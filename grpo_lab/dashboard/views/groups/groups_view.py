@@ -48,17 +48,15 @@ def find(run: str, mode: str, current_prompt: str | None) -> Target | None:
                 c1.caption(t("groups.nearest_step", step=step))
             step = steps[-1] if step is None else min(steps, key=lambda s: abs(s - step))
         step_nav.show(run, steps, int(step))  # one step back or on, or to the doctor's findings
-        rows, problems = queries.step_samples(run, step)
+        # the step's groups as the ordering picker reads them (one query): mean reward, its spread, signal, dropped
+        groups, problems = queries.group_figures(run, step)
         ui.warn(problems)
-        if rows.empty:
+        if groups.empty:
             return None
-        rows = rows.assign(dropped=rows["dropped"].fillna(False).astype(bool) if "dropped" in rows else False)
-        groups = rows.groupby("group", sort=True).agg(prompt_id=("prompt_id", "first"),
-                                                      mean=("reward", "mean"), std=("reward", lambda r: r.std(ddof=0)),
-                                                      signal=("advantage", lambda a: bool((a != 0).any())),
-                                                      dropped=("dropped", "any"))
+        groups = groups.set_index("group").astype({"reward": float, "no_signal": float})
         sort, figures = groups_order.picker(run, int(step), asked, c2)
-        labels = {g: t("groups.option", group=g, prompt=r.prompt_id, mean=f"{r['mean']:.2f}", std=f"{r['std']:.2f}")
+        labels = {g: t("groups.option", group=g, prompt=r.prompt_id, mean=f"{r['reward']:.2f}",
+                       std=f"{r['no_signal']:.2f}")
                   + ("" if r.signal else t("groups.option_no_signal"))
                   + (t("groups.option_dropped") if r.dropped else "") + figures.get(g, "") for g, r in groups.iterrows()}
         detail = data.settings(data.run(run)).token_detail_groups

@@ -22,7 +22,7 @@ from grpo_lab.rewards.strict import strict_passes
 from grpo_lab.rundir import honesty
 from grpo_lab.rundir import metrics as registry
 
-SECTION = "honesty"  # dashboard/views/metrics.py SECTIONS, registry panels' section
+SECTION = "honesty"  # one of rundir/metrics.py SECTIONS: the registry panels of this section
 # the samples columns the recomputation reads (rewards/<fn> added by what the run has)
 READ = ("step", "group", "sample_idx", "reward", "length", "strict_pass", "completion", "answer")
 

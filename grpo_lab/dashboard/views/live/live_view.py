@@ -103,10 +103,7 @@ def not_logged(info) -> tuple[str, str] | None:
 
 def section_names() -> dict[str, str]:
     """metrics.SECTIONS (but the overview, which has no heading) in the current language."""
-    return {"update": t("live.section.update"), "sampler": t("live.section.sampler"),
-            "completions": t("live.section.completions"),
-            "speed": t("live.section.speed"), "value": t("live.section.value"),
-            honesty_section.SECTION: t("live.section.honesty")}
+    return {section: t(f"live.section.{section}") for section in metrics.SECTIONS[1:]}
 
 
 HISTOGRAM = "histogram"  # the ratio histogram's expander, after metrics.SECTIONS
