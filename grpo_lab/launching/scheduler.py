@@ -7,7 +7,7 @@ entry's signature (the dashboard's key, launching/keys.py) and the launch checks
 scheduler is the dashboard's own code with the dashboard's key, so nothing unsigned starts.
 
 One scheduler per runs folder and key: it holds an exclusive lock on
-`<runs>/.launcher/scheduler-<key id>.lock` (key_id) while it works. A second dashboard over
+`<runs>/.launcher/scheduler-<key id>.lock` (keys.key_id) while it works. A second dashboard over
 the same folder with the same key folder starts one too, which waits for the lock and takes over
 when the first dashboard (and so its scheduler) ends. A dashboard with another key folder
 (GRPO_LAB_KEY_DIR) cannot start the first one's entries, so its scheduler has a lock of its own:
