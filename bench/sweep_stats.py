@@ -25,7 +25,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from grpo_lab.launching import sweep  # noqa: E402
-from grpo_lab.launching import launcher  # noqa: E402
+from grpo_lab.launching import launch_queue, process_control  # noqa: E402
 from grpo_lab.rundir import variants  # noqa: E402
 from grpo_lab.rundir.query import query  # noqa: E402
 from grpo_lab.rundir.status import ACTIVE_STATES  # noqa: E402
@@ -61,7 +61,7 @@ def launch_and_wait(runs: list[sweep.PlannedRun], runs_dir: Path, max_runs: int,
     grpo-lab-sweep, `max_runs` at once); exits naming the runs that did not finish. With
     `retrain_unfinished`, the sweep's finished runs in runs_dir are kept and every other run of it
     (stopped, failed, missing) is deleted and trained again from the start, with today's options."""
-    os.environ[launcher.MAX_RUNS_ENV] = str(max_runs)  # the launcher reads it; its trainers inherit our environment
+    os.environ[launch_queue.MAX_RUNS_ENV] = str(max_runs)  # the launcher reads it; its trainers inherit our environment
     if threads:
         os.environ["OMP_NUM_THREADS"] = str(threads)
     todo = runs
@@ -72,7 +72,7 @@ def launch_and_wait(runs: list[sweep.PlannedRun], runs_dir: Path, max_runs: int,
             if state in (*ACTIVE_STATES, "launching", "queued"):
                 sys.exit(f"error: {r.name} is still {state}; wait for it to end")
             shutil.rmtree(runs_dir / r.name, ignore_errors=True)
-            launcher.dismiss(runs_dir, r.name)
+            process_control.dismiss(runs_dir, r.name)
         print(f"{len(runs) - len(todo)} finished runs kept, {len(todo)} to train", file=sys.stderr)
     try:
         sweep.check_all(todo, runs_dir)

@@ -53,7 +53,7 @@ def pytest_unconfigure(config):
 # one of these (so new tests are sorted without a list to keep). `make test-fast` leaves them out.
 SLOW_CALLS = re.compile(r"\b(run_trainer|start_trainer|tiny_run|trainer_cmd|train\(from_dict|torch\.distributed\.run|torchrun|"
                         r"sync_playwright|streamlit_server|build_wheel|pip\b.*\bwheel|grpo_lab\.trainer\b\W+-|"
-                        r"on_a_small_disk|launcher\.(launch|resume|start_queued)\(|grpo_lab\.sweep\b)")
+                        r"on_a_small_disk|(launcher\.launch|process_control\.resume|launch_queue\.start_queued)\(|grpo_lab\.sweep\b)")
 
 
 @functools.lru_cache(maxsize=None)  # a fixture's or helper's source is read once, not once per test using it

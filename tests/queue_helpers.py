@@ -10,7 +10,8 @@ import time
 
 import pytest
 
-from grpo_lab.launching import launcher
+from grpo_lab.launching import launch_records, pending_launches
+from grpo_lab.launching.keys import KEY_DIR_ENV, entry_id, key_id, sign_entry
 from grpo_lab.rundir.layout import write_json_atomic
 
 LAUNCHING, DIED = "s-b_1-s1", "s-b_1-s2"
@@ -25,7 +26,7 @@ EXPECTED = {
 @pytest.fixture
 def runs(tmp_path, monkeypatch):
     """A runs folder, a key folder outside it, no reward modules allowed, and no process may start."""
-    monkeypatch.setenv(launcher.KEY_DIR_ENV, str(tmp_path / "keys"))
+    monkeypatch.setenv(KEY_DIR_ENV, str(tmp_path / "keys"))
     monkeypatch.delenv("GRPO_LAB_REWARD_MODULES", raising=False)
     monkeypatch.delenv("GRPO_LAB_DATA_DIRS", raising=False)
 
@@ -34,22 +35,22 @@ def runs(tmp_path, monkeypatch):
 
     monkeypatch.setattr(subprocess, "Popen", no_process)
     folder = tmp_path / "runs"
-    (folder / launcher.LAUNCH_DIR).mkdir(parents=True)
+    (folder / launch_records.LAUNCH_DIR).mkdir(parents=True)
     return folder
 
 
 def plant(runs, name, argv, sign=False, **extra):
     entry = {"name": name, "queued": True, "argv": argv, "processes": 1, "queued_at": time.time(),
-             "id": launcher.entry_id(), **extra}
-    if sign:  # as launcher._queue signs: naming this dashboard's key
-        entry["key"] = launcher.key_id(runs)
-        entry["signature"] = launcher.sign_entry(runs, entry)
-    write_json_atomic(runs / launcher.LAUNCH_DIR / f"{name}.json", entry)
+             "id": entry_id(), **extra}
+    if sign:  # as launch_queue.enqueue signs: naming this dashboard's key
+        entry["key"] = key_id(runs)
+        entry["signature"] = sign_entry(runs, entry)
+    write_json_atomic(runs / launch_records.LAUNCH_DIR / f"{name}.json", entry)
     return entry
 
 
 def refused(runs) -> dict[str, str]:
-    return {p.name: p.refused for p in launcher.pending(runs) if p.refused}
+    return {p.name: p.refused for p in pending_launches.pending(runs) if p.refused}
 
 
 def set_state(runs, name: str, state: str) -> None:

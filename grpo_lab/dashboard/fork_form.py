@@ -15,7 +15,7 @@ from grpo_lab.dashboard import launch_form, pages
 from grpo_lab.dashboard.i18n import t
 from grpo_lab.dashboard.reading import data
 from grpo_lab.dashboard.views import markup
-from grpo_lab.launching import launcher
+from grpo_lab.launching import form_checks, form_fields, launcher
 from grpo_lab.rundir import forks
 from grpo_lab.rundir.reader import RunInfo
 
@@ -60,7 +60,7 @@ def panel(info: RunInfo, where: str) -> None:
 
 def parent_values(config: dict[str, Any]) -> dict[str, Any]:
     """The form's starting values: the parent's options (as its config.json has them)."""
-    return {k: v for k, v in config.items() if k in launcher.config_fields()}
+    return {k: v for k, v in config.items() if k in form_fields.config_fields()}
 
 
 def form(info: RunInfo, step: int, where: str) -> None:
@@ -69,7 +69,7 @@ def form(info: RunInfo, step: int, where: str) -> None:
     runs_dir = data.runs_dir()
     config = parent_values(info.config or {})
     model, task = str(config.get("model", "tiny")), str(config.get("task", "arithmetic"))
-    fields = launcher.config_fields(model, task)
+    fields = form_fields.config_fields(model, task)
     specs = {k: {**v, "default": launch_form.as_type(config.get(k, v["default"]), v["default"])}
              for k, v in fields.items()}
     specs["name"]["default"] = launcher.free_name(runs_dir, f"{info.name[:80]}-fork-{step}")
@@ -93,4 +93,4 @@ def form(info: RunInfo, step: int, where: str) -> None:
         given = {k: v for k, v in values.items() if v is not None and v != ""}
         world = info.get("world_size")
         launch_form.start({**given, "fork_from": info.name, "fork_step": step},
-                          world if isinstance(world, int) and 1 <= world <= launcher.MAX_PROCESSES else 1)
+                          world if isinstance(world, int) and 1 <= world <= form_checks.MAX_PROCESSES else 1)

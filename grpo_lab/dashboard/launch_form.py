@@ -7,7 +7,7 @@ from typing import Any
 
 import streamlit as st
 
-from grpo_lab.launching import launcher, presets
+from grpo_lab.launching import form_checks, form_fields, launch_queue, launcher, presets
 from grpo_lab.dashboard.i18n import per_language, t
 
 # The form's main options, then those under "More options". Each option's label and help text are
@@ -29,12 +29,12 @@ def start(values: dict[str, Any], processes: int = 1) -> None:
 
     try:
         name, pid = launcher.launch(values, data.runs_dir(), processes)
-    except (launcher.LaunchError, ValueError) as exc:
+    except (form_checks.LaunchError, ValueError) as exc:
         st.error(t("launch.not_started", error=exc))
         return
     st.session_state["run"] = name
     st.session_state["runs_pick_next"] = name  # the Runs page selects it on its next run
-    st.toast(t("launch.started", name=name, pid=pid) if pid else t("launch.queued", name=name, n=launcher.max_runs()))
+    st.toast(t("launch.started", name=name, pid=pid) if pid else t("launch.queued", name=name, n=launch_queue.max_runs()))
     st.rerun(scope="app")
 
 
@@ -99,12 +99,12 @@ def form(runs_dir: Path) -> None:
     # rate, warm start, completion length) follow them, and a form only reports its widgets when submitted.
     model = st.text_input(t("option.model.label"), str(preset.get("model", "tiny")), key=f"launch_{number}_model",
                           help=t("option.model.help")).strip() or "tiny"
-    task_field = launcher.config_fields(model)["task"]
+    task_field = form_fields.config_fields(model)["task"]
     task = _widget("task", {**task_field, "default": preset.get("task", task_field["default"])}, number, "")
-    fields = launcher.config_fields(model, task)
+    fields = form_fields.config_fields(model, task)
     specs = {k: {**v, "default": _as_type(preset.get(k, v["default"]), v["default"])} for k, v in fields.items()}
     kind = "builtin" if model == "tiny" else "pretrained"
-    if fields != launcher.config_fields(model):
+    if fields != form_fields.config_fields(model):
         kind += f"_{task}"  # widgets of their own: switching the task shows its defaults
     changed = [k for k, v in fields.items() if v["by_model"] and k not in preset]
     if changed:
@@ -124,7 +124,7 @@ def form(runs_dir: Path) -> None:
                 with cols[i % 4]:
                     values[name] = _widget(name, specs[name], number, kind)
             with cols[len(MORE) % 4]:  # not a trainer option: how many processes torchrun starts
-                processes = st.number_input(t("launch.processes"), min_value=1, max_value=launcher.MAX_PROCESSES,
+                processes = st.number_input(t("launch.processes"), min_value=1, max_value=form_checks.MAX_PROCESSES,
                                             value=1, step=1, help=t("launch.processes_help"),
                                             key=f"launch_{number}_processes")
             with cols[(len(MORE) + 1) % 4]:  # several seeds or a grid: a sweep (launching/sweep_queue.py), named by Name
@@ -153,7 +153,7 @@ def start_sweep(values: dict[str, Any], seeds: int, over: str, processes: int = 
     try:
         runs = sweep_queue.submit(str(values.get("name") or "sweep"), values, [over] if over else [],
                                   list(range(first, first + seeds)), data.runs_dir(), processes)
-    except (SweepError, launcher.LaunchError, ValueError) as exc:
+    except (SweepError, form_checks.LaunchError, ValueError) as exc:
         st.error(t("launch.not_started", error=exc))
         return
     st.session_state["run"] = runs[0].name

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from grpo_lab.launching import launcher
+from grpo_lab.launching import launch_records, process_control
 from grpo_lab.rundir.layout import RunLock, read_json
 from grpo_lab.rundir.reader import RunInfo, check_name, list_runs, read_run, run_path
 from grpo_lab.rundir.status import ACTIVE_STATES, read_status
@@ -56,10 +56,10 @@ def holding_folder(runs_dir: Path, which: str) -> Path:
 
 
 def _refuse_if_busy(runs_dir: Path, name: str, verb: str) -> None:
-    record = read_json(Path(runs_dir) / launcher.LAUNCH_DIR / f"{name}.json") or {}
+    record = launch_records.read_record(runs_dir, name)
     if record.get("queued") and not record.get("refused"):
         raise HousekeepingError(f"{name} is queued: it cannot be {verb}; dismiss it from the queue instead")
-    if launcher.alive_launch(Path(runs_dir), name):
+    if process_control.alive_launch(Path(runs_dir), name):
         raise HousekeepingError(f"{name} is still starting: stop it first, then it can be {verb}")
     if read_run(runs_dir, name).state in ACTIVE_STATES:
         raise HousekeepingError(f"{name} is running: stop it first, then it can be {verb}")
@@ -67,8 +67,8 @@ def _refuse_if_busy(runs_dir: Path, name: str, verb: str) -> None:
 
 def _move_launch_files(src_runs: Path, src_name: str, dst_runs: Path, dst_name: str) -> None:
     for suffix in (".json", ".log"):
-        src = src_runs / launcher.LAUNCH_DIR / f"{src_name}{suffix}"
-        dst = dst_runs / launcher.LAUNCH_DIR
+        src = launch_records.record_path(src_runs, src_name, suffix)
+        dst = dst_runs / launch_records.LAUNCH_DIR
         if src.is_file() and not src.is_symlink() and not dst.is_symlink():
             dst.mkdir(exist_ok=True)
             os.replace(src, dst / f"{dst_name}{suffix}")
@@ -158,7 +158,7 @@ def restore(runs_dir: Path, entry: str) -> str:
 
 def _put_back(runs_dir: Path, folder: Path, entry: str, name: str) -> None:
     target = run_path(runs_dir, name)
-    if target.exists() or (runs_dir / launcher.LAUNCH_DIR / f"{name}.json").exists():
+    if target.exists() or launch_records.record_path(runs_dir, name).exists():
         raise HousekeepingError(f"{name}: a run or launch of that name exists in the runs folder; "
                                 "delete or rename it first")
     os.rename(folder / entry, target)
@@ -170,13 +170,13 @@ def empty_trash(runs_dir: Path) -> int:
     folder = Path(runs_dir) / TRASH
     if folder.is_symlink() or not folder.is_dir():
         return 0
-    entries = [e for e in os.scandir(folder) if e.name != launcher.LAUNCH_DIR]
+    entries = [e for e in os.scandir(folder) if e.name != launch_records.LAUNCH_DIR]
     for e in entries:
         if e.is_dir(follow_symlinks=False):
             shutil.rmtree(e.path)
         else:
             os.unlink(e.path)
-    shutil.rmtree(folder / launcher.LAUNCH_DIR, ignore_errors=True)
+    shutil.rmtree(folder / launch_records.LAUNCH_DIR, ignore_errors=True)
     return sum(1 for e in entries if "@" in e.name)
 
 

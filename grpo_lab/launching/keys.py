@@ -158,7 +158,7 @@ def entry_state(ident: Any) -> str | None:
 def mark_used(ident: str, now: float, state: str = "started") -> None:
     """Remember `ident` as `state`: "marked" before the trainer starts (a crash in between leaves it used,
     never started twice; offered again only when seen never to have started, and then once:
-    launcher.replayed_or_expired), "started" after; ids older than MAX_ENTRY_AGE_S are dropped, their
+    launch_queue.replayed_or_expired), "started" after; ids older than MAX_ENTRY_AGE_S are dropped, their
     entries refused by age anyway."""
     path = key_dir() / USED_FILE
     kept = {i: v for i, v in _used().items() if now - v[0] <= MAX_ENTRY_AGE_S}

@@ -3,7 +3,7 @@
 Compare says that runs of one seed each cannot be compared yet; its "Add 2 seeds to each" calls `add`.
 A run's config.json is read back as input (the runs folder may be shared, edited or unpacked from
 elsewhere): only the trainer's options are kept, and every new run goes through the launch form's checks
-(launcher.checked_config) before any is queued, then is queued or started as the form's would be
+(form_checks.checked_config) before any is queued, then is queued or started as the form's would be
 (launcher.launch: queued while max_runs() train). A new run differs from its run in seed and name only,
 so Compare groups them into one variant (rundir/variants.variant_key).
 """
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grpo_lab.launching import launcher
+from grpo_lab.launching import form_checks, form_fields, launcher, pending_launches
 from grpo_lab.rundir.reader import read_run
 
 NOT_COPIED = ("name", "runs_dir", "resume", "seed")  # the new run's own; the rest is its run's
@@ -62,7 +62,7 @@ def waiting_seeds(runs_dir: Path, first: str) -> set[int]:
     """Seeds of the launches added for `first` that have no run folder yet (queued or starting): what
     an earlier `add` asked for, read from the names it gave them."""
     named = re.compile(rf"{re.escape(first)}-s(\d+)(?:-\d+)?")
-    return {int(m.group(1)) for p in launcher.pending(runs_dir) if not p.refused and (m := named.fullmatch(p.name))}
+    return {int(m.group(1)) for p in pending_launches.pending(runs_dir) if not p.refused and (m := named.fullmatch(p.name))}
 
 
 def plan(runs_dir: Path, variants: list[list[str]], n: int) -> list[NewRun]:
@@ -70,13 +70,13 @@ def plan(runs_dir: Path, variants: list[list[str]], n: int) -> list[NewRun]:
     them used, named `<first>-s<seed>` (or the next free name). Raises LaunchError naming the run
     when one has no readable config."""
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 16:
-        raise launcher.LaunchError(f"seeds: must be a whole number in [1, 16], got {n!r}")
-    fields = set(launcher.config_fields())
+        raise form_checks.LaunchError(f"seeds: must be a whole number in [1, 16], got {n!r}")
+    fields = set(form_fields.config_fields())
     out: list[NewRun] = []
     for names in variants:
         configs = [read_run(runs_dir, name).config for name in names]
         if not configs or not isinstance(configs[0], dict):
-            raise launcher.LaunchError(f"{names[0] if names else '?'}: no readable config.json to take options from")
+            raise form_checks.LaunchError(f"{names[0] if names else '?'}: no readable config.json to take options from")
         used = {c.get("seed") for c in configs if isinstance(c, dict) and isinstance(c.get("seed"), int)}
         used |= waiting_seeds(runs_dir, names[0])  # asked for already: not asked again
         for seed in new_seeds(used, n):
@@ -93,7 +93,7 @@ def add(runs_dir: Path, variants: list[list[str]], n: int) -> list[tuple[NewRun,
     planned = plan(runs_dir, variants, n)
     for run in planned:
         try:
-            launcher.checked_config({k: v for k, v in run.values.items() if v is not None and v != ""}, runs_dir)
-        except (launcher.LaunchError, ValueError) as exc:
-            raise launcher.LaunchError(f"{run.of}: {exc}") from None
+            form_checks.checked_config({k: v for k, v in run.values.items() if v is not None and v != ""}, runs_dir)
+        except (form_checks.LaunchError, ValueError) as exc:
+            raise form_checks.LaunchError(f"{run.of}: {exc}") from None
     return [(run, launcher.launch(run.values, runs_dir)[1] == 0) for run in planned]

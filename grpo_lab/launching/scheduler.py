@@ -2,7 +2,7 @@
 
 `grpo-lab-dashboard` (serve.py) starts one beside the server: `python -m
 grpo_lab.launching.scheduler --runs-dir R --parent PID`. It lives as long as the
-dashboard process PID and every POLL_S seconds calls launcher.start_queued, which checks each
+dashboard process PID and every POLL_S seconds calls launch_queue.start_queued, which checks each
 entry's signature (the dashboard's key, launching/keys.py) and the launch checks again: the
 scheduler is the dashboard's own code with the dashboard's key, so nothing unsigned starts.
 
@@ -25,7 +25,8 @@ import time
 from pathlib import Path
 from typing import IO
 
-from grpo_lab.launching import launcher
+from grpo_lab.launching import form_checks, launch_queue, launch_records
+from grpo_lab.launching.keys import KeyDirError, key_id
 
 POLL_S = 2.0  # how soon a free slot is filled
 
@@ -35,9 +36,9 @@ def try_lock(runs_dir: Path) -> IO | None:
     dashboard's key; None when another process holds it, or when nothing was ever queued here (no
     .launcher folder: none is made for a folder only read). The lock goes with the file (closed, or
     the process ended). KeyDirError when the key folder may not be used."""
-    if not (Path(runs_dir) / launcher.LAUNCH_DIR).is_dir():
+    if not (Path(runs_dir) / launch_records.LAUNCH_DIR).is_dir():
         return None
-    handle = launcher.lock_file(runs_dir, f"scheduler-{launcher.key_id(Path(runs_dir))}.lock")
+    handle = launch_records.lock_file(runs_dir, f"scheduler-{key_id(Path(runs_dir))}.lock")
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -53,9 +54,9 @@ def serve(runs_dir: Path, parent: int, poll: float = POLL_S) -> None:
         try:
             held = held or try_lock(runs_dir)
             if held is not None:
-                launcher.start_queued(runs_dir)
+                launch_queue.start_queued(runs_dir)
             said = ""
-        except (OSError, launcher.LaunchError, launcher.KeyDirError) as exc:  # a bad moment, not the end
+        except (OSError, form_checks.LaunchError, KeyDirError) as exc:  # a bad moment, not the end
             if str(exc) != said:  # once, not every poll
                 print(f"grpo-lab scheduler: {runs_dir}: {exc}", file=sys.stderr)
             said = str(exc)

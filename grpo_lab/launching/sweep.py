@@ -8,7 +8,7 @@ it and `--seeds N` / `--seed-list 3,7,11` repeats each grid point. Each run's co
 `sweep`, `variant` (its grid point as a label, `base` without a grid) and `seed`, which is how the
 Compare page groups seeds into variants (grpo_lab/rundir/variants.py).
 
-Runs go through the dashboard's on-disk launch queue (launching/launcher.py): the same checks as
+Runs go through the dashboard's on-disk launch queue (launching/launch_queue.py): the same checks as
 the launch form, at most GRPO_LAB_MAX_RUNS training at once, the rest queued. Every run is checked
 before the first one is queued, so a bad grid leaves nothing behind.
 """
@@ -21,7 +21,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from grpo_lab.launching import launcher
+from grpo_lab.launching import launch_queue
+from grpo_lab.launching.keys import KeyDirError, check_key_dir
 from grpo_lab.launching.sweep_queue import (check_all, existing, resume_waiting, run_state,  # noqa: F401
                                                       start, submit)
 from grpo_lab.rundir import sweep_manifest
@@ -84,7 +85,7 @@ def wait(runs: list[PlannedRun], runs_dir: Path, held: list[str], poll: float) -
     total = sum(int(r.values.get("max_steps") or 0) or 200 for r in runs)
     with tqdm(total=total, desc=f"sweep {runs[0].values['sweep']}", unit="step") as bar:
         while True:
-            launcher.start_queued(runs_dir)
+            launch_queue.start_queued(runs_dir)
             held = resume_waiting(runs_dir, held)
             states = {r.name: run_state(runs_dir, r.name) for r in runs}
             done = sum(steps if state == "finished" else step for state, step, steps in states.values())
@@ -100,14 +101,14 @@ def main(argv: list[str] | None = None) -> int:
     args, rest = _parser().parse_known_args(argv)
     runs_dir = Path(args.runs_dir or default_runs_dir())
     try:
-        launcher.check_key_dir(runs_dir)
+        check_key_dir(runs_dir)
         runs = plan(args.name, base_values(rest), parse_grid(args.grid), seeds_of(args.seeds, args.seed_list))
         entries = check_all(runs, runs_dir)
         taken = existing(runs_dir, args.name, runs)
         if taken and not args.resume:
             raise SweepError(f"name: a sweep named {args.name!r} exists ({len(taken)} runs, e.g. {taken[0]}); "
                              "choose another name or add --resume to restart its unfinished runs")
-    except (SweepError, launcher.KeyDirError) as exc:
+    except (SweepError, KeyDirError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     runs_dir.mkdir(parents=True, exist_ok=True)

@@ -32,6 +32,29 @@ def valid_run_name(name: Any) -> bool:
     return isinstance(name, str) and bool(RUN_NAME_PATTERN.fullmatch(name)) and ".." not in name  # not match: "$" accepts a final newline
 
 
+def run_folders(runs_dir: str | Path) -> list[os.DirEntry]:
+    """The entries of runs_dir that may be runs, sorted by name: the one walk of the runs folder that
+    the listing (reader.list_runs), its index (runs_index) and the launch queue share. Kept: a run's name
+    and a folder or a symlink (not followed: reader.run_path judges where a link leads). Skipped: files,
+    names no run can have (.launcher/, .trash/, .archive/, .sweeps/: no run name starts with "."), entries
+    that vanish while looked at. A folder that cannot be listed has none."""
+    try:
+        with os.scandir(runs_dir) as listing:
+            entries = sorted(listing, key=lambda e: e.name)
+    except OSError:
+        return []
+    found = []
+    for entry in entries:
+        if not valid_run_name(entry.name):
+            continue
+        try:
+            if entry.is_symlink() or entry.is_dir(follow_symlinks=False):
+                found.append(entry)
+        except OSError:
+            continue
+    return found
+
+
 def default_runs_dir() -> str:
     """--runs-dir when not given: $GRPO_LAB_RUNS_DIR, else ./runs."""
     return os.environ.get(RUNS_DIR_ENV) or "runs"

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from grpo_lab.rundir import json_file
-from grpo_lab.rundir.layout import SCHEMA_VERSION, TABLES, RunPaths, valid_run_name, visible_parts
+from grpo_lab.rundir.layout import SCHEMA_VERSION, TABLES, RunPaths, run_folders, valid_run_name, visible_parts
 from grpo_lab.rundir.status import read_status_checked
 
 class RunNameError(ValueError):
@@ -235,17 +235,10 @@ def numeric_scalars(table: pa.Table) -> tuple[pa.Table, list[str]]:
 
 def list_runs(runs_dir: str | Path) -> list[RunInfo]:
     """Every run directory under runs_dir, newest first; entries that are not runs are skipped."""
-    try:
-        entries = sorted(os.scandir(runs_dir), key=lambda e: e.name)
-    except OSError:
-        return []
     runs = []
-    for entry in entries:
-        if not valid_run_name(entry.name):  # also .launcher/, .trash/, .archive/: no run name starts with "."
-            continue
+    for entry in run_folders(runs_dir):
         try:
-            if entry.is_symlink() or entry.is_dir():
-                runs.append(read_run(runs_dir, entry.name))
+            runs.append(read_run(runs_dir, entry.name))
         except (OSError, RunNameError):
             continue
         except Exception as exc:  # noqa: BLE001 - one run's files never take the listing of the others down

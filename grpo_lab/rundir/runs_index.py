@@ -47,7 +47,7 @@ from typing import Any
 import pandas as pd
 
 from grpo_lab.rundir import annotations, json_file
-from grpo_lab.rundir.layout import valid_run_name
+from grpo_lab.rundir.layout import run_folders
 from grpo_lab.rundir.reader import (RunInfo, RunNameError, linked_run, newest_first, read_run, run_info, table_files,
                                     unreadable)
 from grpo_lab.rundir.status import ACTIVE_STATES, judged, read_written
@@ -150,16 +150,10 @@ class RunsIndex:
         self._ticks += 1
         tick = self._ticks % LOOK_EVERY
         folder = str(self.root)
-        try:
-            entries = list(os.scandir(folder))
-        except OSError:
-            entries = []
         old, new, changed = self._runs, {}, False
-        for entry in entries:
+        for entry in run_folders(folder):  # run names only: never .launcher/, .trash/, .archive/
             name = entry.name
             run = old.get(name)
-            if run is None and not valid_run_name(name):  # also .launcher/, .trash/, .archive/
-                continue
             try:
                 st = entry.stat(follow_symlinks=False)
             except OSError:

@@ -5,7 +5,7 @@ import pytest
 
 from grpo_lab.dashboard import access
 from grpo_lab.launching import allowed
-from grpo_lab.launching import launcher
+from grpo_lab.launching import form_checks, launcher
 
 
 @pytest.mark.parametrize("ip, local", [(None, True), ("127.0.0.1", True), ("::1", True), ("127.8.9.1", True),
@@ -29,7 +29,7 @@ def test_paths_outside_the_data_folders_are_refused(tmp_path, monkeypatch):
     monkeypatch.delenv(allowed.DATA_DIRS_ENV, raising=False)
     refused = allowed.check_launch({"task": str(private)}, runs)
     assert refused.startswith(f"task: {private} is outside the folders the dashboard may read")
-    with pytest.raises(launcher.LaunchError, match="outside the folders"):
+    with pytest.raises(form_checks.LaunchError, match="outside the folders"):
         launcher.validate({"task": str(private), "name": "x"}, runs)
     assert allowed.check_launch({"model": "../../etc"}, runs).startswith("model: ../../etc is outside")
     # inside the runs folder, a configured data folder, a built-in name or a hub id: fine

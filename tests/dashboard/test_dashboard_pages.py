@@ -111,9 +111,9 @@ def test_first_visit_with_no_runs_offers_the_demo_in_one_click(tmp_path, monkeyp
 
 
 def test_the_launch_form_validates_before_starting(app, monkeypatch):
-    from grpo_lab.launching import launcher
+    from grpo_lab.launching import process_control
 
-    monkeypatch.setattr(launcher, "_start", lambda *a: pytest.fail("nothing may start on bad input"))
+    monkeypatch.setattr(process_control, "start_process", lambda *a: pytest.fail("nothing may start on bad input"))
     at = app("runs")
     at.number_input(key="launch_0_group_size").set_value(1)
     at.button[[b.label for b in at.button].index("Start training")].click().run()

@@ -15,7 +15,7 @@ from streamlit.testing.v1 import AppTest
 from app_helpers import APP, live_open, open_page
 from grpo_lab.dashboard import i18n
 from grpo_lab.dashboard import launch_form
-from grpo_lab.launching import launcher
+from grpo_lab.launching import form_fields, process_control
 from grpo_lab.rundir.layout import RunPaths, write_json_atomic
 from grpo_lab.rundir.writer import TableWriter
 from shared_runs import copy_run, grpo_run, ppo_run  # noqa: F401 (fixtures: pytest finds them by name)
@@ -89,7 +89,7 @@ def test_every_key_the_code_asks_for_exists():
 def test_option_help_in_english_is_the_trainers_own():
     """The form's help texts are grpo_lab/trainer/config.py's (python -m grpo_lab.trainer --help), read from there
     (i18n.option_help): when one changes there, have it translated in the other files."""
-    fields = launcher.config_fields()
+    fields = form_fields.config_fields()
     for name in ["model", *launch_form.MAIN, *launch_form.MORE]:
         assert i18n.texts("en")[f"option.{name}.help"] == fields[name]["help"], name
 
@@ -184,7 +184,7 @@ def test_runs_in_chinese(zh):
 
 
 def test_runs_launch_form_in_chinese(zh, monkeypatch):
-    monkeypatch.setattr(launcher, "_start", lambda *a: pytest.fail("nothing may start on bad input"))
+    monkeypatch.setattr(process_control, "start_process", lambda *a: pytest.fail("nothing may start on bad input"))
     at = zh("runs")
     assert at.selectbox(key="launch_preset@zh").options[0].startswith("内置演示")
     at.number_input(key="launch_0_group_size").set_value(1)

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from app_helpers import open_page, rerun, texts
-from grpo_lab.launching import housekeeping, launcher
+from grpo_lab.launching import housekeeping, launch_records, launcher, pending_launches
 from grpo_lab.launching.housekeeping import HousekeepingError
 from grpo_lab.dashboard.views.runs import runs_filters, sweeps_view
 from grpo_lab.dashboard.views.runs.runs_filters import Filters
@@ -82,17 +82,17 @@ def names(folder) -> set[str]:
 
 
 def test_delete_moves_the_run_and_its_launch_files_to_the_trash_and_restore_brings_them_back(runs):
-    (runs / launcher.LAUNCH_DIR).mkdir()
-    write_json_atomic(runs / launcher.LAUNCH_DIR / "done.json", {"name": "done", "pid": 0, "started_at": 1.0})
-    (runs / launcher.LAUNCH_DIR / "done.log").write_text("trainer output\n")
+    (runs / launch_records.LAUNCH_DIR).mkdir()
+    write_json_atomic(runs / launch_records.LAUNCH_DIR / "done.json", {"name": "done", "pid": 0, "started_at": 1.0})
+    (runs / launch_records.LAUNCH_DIR / "done.log").write_text("trainer output\n")
     annotations.write(runs / "done", "keep", "a note")
     entry = housekeeping.trash(runs, "done")
     assert entry.startswith("done@") and (runs / ".trash" / entry / "status.json").is_file()
-    assert not (runs / "done").exists() and not (runs / launcher.LAUNCH_DIR / "done.json").exists()
-    assert (runs / ".trash" / launcher.LAUNCH_DIR / f"{entry}.log").read_text() == "trainer output\n"
+    assert not (runs / "done").exists() and not (runs / launch_records.LAUNCH_DIR / "done.json").exists()
+    assert (runs / ".trash" / launch_records.LAUNCH_DIR / f"{entry}.log").read_text() == "trainer output\n"
     # every reader of the runs folder skips the trash: the listing, the launch queue, the sweeps
     assert names(runs) == {"s-beta_0-s0", "s-beta_0-s1"}
-    assert launcher.pending(runs, names(runs)) == [] and launcher.pending(runs) == []
+    assert pending_launches.pending(runs, names(runs)) == [] and pending_launches.pending(runs) == []
     assert launcher.free_name(runs, "done") == "done"  # the name is free again
     listed = list_runs(runs)
     assert set(sweeps_view.progress(listed, [], runs)["variant"]) == {"beta=0"}
@@ -101,7 +101,7 @@ def test_delete_moves_the_run_and_its_launch_files_to_the_trash_and_restore_brin
     assert housekeeping.held(runs, "trash") == [entry] and housekeeping.held(runs, "archive") == []
     assert housekeeping.restore(runs, entry) == "done"
     assert "done" in names(runs) and annotations.read(runs / "done").tags == ("keep",)
-    assert read_json(runs / launcher.LAUNCH_DIR / "done.json")["name"] == "done" and housekeeping.trashed(runs) == []
+    assert read_json(runs / launch_records.LAUNCH_DIR / "done.json")["name"] == "done" and housekeeping.trashed(runs) == []
 
 
 def test_the_same_name_deleted_twice_gives_two_entries_and_restore_refuses_a_taken_name(runs):
@@ -174,8 +174,8 @@ def test_a_running_or_queued_run_is_refused_with_one_line(runs):
         holder.kill()
         holder.wait()
     housekeeping.trash(runs, "done")  # the lock died with its process
-    (runs / launcher.LAUNCH_DIR).mkdir()
-    write_json_atomic(runs / launcher.LAUNCH_DIR / "later.json", {"name": "later", "queued": True, "argv": []})
+    (runs / launch_records.LAUNCH_DIR).mkdir()
+    write_json_atomic(runs / launch_records.LAUNCH_DIR / "later.json", {"name": "later", "queued": True, "argv": []})
     (runs / "later").mkdir()
     with pytest.raises(HousekeepingError, match=r"^later is queued: it cannot be deleted; dismiss it from the queue"):
         housekeeping.trash(runs, "later")

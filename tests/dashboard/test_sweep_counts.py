@@ -11,7 +11,8 @@ import pytest
 
 from app_helpers import open_page
 from grpo_lab.dashboard import i18n
-from grpo_lab.launching import launcher
+from grpo_lab.launching import launch_queue, launch_records, pending_launches, process_control
+from grpo_lab.launching.keys import KEY_DIR_ENV, entry_id, sign_entry
 from grpo_lab.dashboard.views.runs import sweeps_view
 from grpo_lab.rundir.reader import list_runs
 from grpo_lab.rundir.status import STATES
@@ -24,31 +25,31 @@ def runs(tmp_path, monkeypatch):
     folder = tmp_path / "runs"
     folder.mkdir()
     monkeypatch.setenv("GRPO_LAB_RUNS_DIR", str(folder))
-    monkeypatch.setenv(launcher.KEY_DIR_ENV, str(tmp_path / "keys"))
-    monkeypatch.setenv(launcher.MAX_RUNS_ENV, "1")  # the running runs hold the slot: the queued one waits
-    monkeypatch.setattr(launcher, "_start", lambda *a: pytest.fail("nothing starts here"))
+    monkeypatch.setenv(KEY_DIR_ENV, str(tmp_path / "keys"))
+    monkeypatch.setenv(launch_queue.MAX_RUNS_ENV, "1")  # the running runs hold the slot: the queued one waits
+    monkeypatch.setattr(process_control, "start_process", lambda *a: pytest.fail("nothing starts here"))
     for seed, state in enumerate(["finished", "finished", "starting", "running", "failed", "stopped"]):
         write_run(folder, f"s-a_1-s{seed}", "s", "a=1", seed, 0.5, steps=4)
         set_state(folder, f"s-a_1-s{seed}", state)
     write_run(folder, "lone", "", "", 0, 0.5, steps=4)
-    (folder / launcher.LAUNCH_DIR).mkdir()
+    (folder / launch_records.LAUNCH_DIR).mkdir()
     entry = {"name": "s-b_1-s0", "queued": True, "argv": ["--name", "s-b_1-s0", "--sweep", "s", "--variant", "b=1"],
-             "processes": 1, "queued_at": time.time(), "id": launcher.entry_id()}
-    (folder / launcher.LAUNCH_DIR / "s-b_1-s0.json").write_text(
-        json.dumps({**entry, "signature": launcher.sign_entry(folder, entry)}))
+             "processes": 1, "queued_at": time.time(), "id": entry_id()}
+    (folder / launch_records.LAUNCH_DIR / "s-b_1-s0.json").write_text(
+        json.dumps({**entry, "signature": sign_entry(folder, entry)}))
     for name, pid in ((LAUNCHING, 4_000_001), (DIED, 4_000_002)):  # started: a command, no argv, no run folder yet
         command = ["python", "-m", "grpo_lab.trainer", "--name", name, "--sweep", "s", "--variant", "b=1",
                    "--runs-dir", str(folder)]
-        (folder / launcher.LAUNCH_DIR / f"{name}.json").write_text(
+        (folder / launch_records.LAUNCH_DIR / f"{name}.json").write_text(
             json.dumps({"name": name, "pid": pid, "command": command, "processes": 1, "started_at": time.time()}))
-    real = launcher.is_trainer_of  # the launching one's trainer is alive; the other died before its run folder
-    monkeypatch.setattr(launcher, "is_trainer_of", lambda pid, name, runs_dir=None: name == LAUNCHING or real(pid, name, runs_dir))
+    real = process_control.is_trainer_of  # the launching one's trainer is alive; the other died before its run folder
+    monkeypatch.setattr(process_control, "is_trainer_of", lambda pid, name, runs_dir=None: name == LAUNCHING or real(pid, name, runs_dir))
     return folder
 
 
 def test_every_state_is_counted_once_and_the_counts_add_up(runs):
     listed = list_runs(runs)
-    pending = launcher.pending(runs, {r.name for r in listed})
+    pending = pending_launches.pending(runs, {r.name for r in listed})
     counts = sweeps_view.sweep_counts("s", listed, pending, runs)
     assert counts == {"queued": 1, "launching": 1, "starting": 1, "running": 1, "finished": 2, "failed": 1,
                       "stopped": 1, "failed to start": 1}
@@ -77,8 +78,8 @@ def test_runs_and_compare_show_the_same_count_beside_a_table_of_as_many_runs(run
 def queue(folder, name: str, *argv: str) -> None:
     """A queue entry signed with this dashboard's key, as the launch form writes it."""
     entry = {"name": name, "queued": True, "argv": ["--name", name, *argv], "processes": 1, "queued_at": time.time(),
-             "id": launcher.entry_id()}
-    (folder / launcher.LAUNCH_DIR / f"{name}.json").write_text(json.dumps({**entry, "signature": launcher.sign_entry(folder, entry)}))
+             "id": entry_id()}
+    (folder / launch_records.LAUNCH_DIR / f"{name}.json").write_text(json.dumps({**entry, "signature": sign_entry(folder, entry)}))
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
@@ -98,5 +99,5 @@ def test_queued_runs_show_what_their_entry_plans_and_a_variant_counts_their_step
     assert table.loc[LAUNCHING, ["algo", "step"]].tolist() == ["grpo", "0 / 200"]  # started: its command's options
 
     listed = list_runs(runs)
-    steps = sweeps_view.progress(listed, launcher.pending(runs, {r.name for r in listed}), runs).set_index("variant")["steps"]
+    steps = sweeps_view.progress(listed, pending_launches.pending(runs, {r.name for r in listed}), runs).set_index("variant")["steps"]
     assert steps.to_dict() == {"a=1": "24 / 24", "b=1": "0 / 600", "c=1": "0 / 7", "d=1": "0 / ?"}

@@ -11,7 +11,8 @@ import pytest
 
 from app_helpers import texts
 from grpo_lab.dashboard import i18n
-from grpo_lab.launching import launcher
+from grpo_lab.launching import launch_queue, pending_launches, process_control
+from grpo_lab.launching.keys import KEY_DIR_ENV
 
 
 @pytest.fixture
@@ -19,9 +20,9 @@ def runs(tmp_path, monkeypatch):
     folder = tmp_path / "runs"
     (folder / "busy").mkdir(parents=True)
     (folder / "busy" / "status.json").write_text(json.dumps({"state": "running", "pid": os.getpid(), "step": 1}))
-    monkeypatch.setenv(launcher.MAX_RUNS_ENV, "1")
-    monkeypatch.setenv(launcher.KEY_DIR_ENV, str(tmp_path / "keys"))
-    monkeypatch.setattr(launcher, "_start", lambda *a: pytest.fail("only queued here: the slot is taken"))
+    monkeypatch.setenv(launch_queue.MAX_RUNS_ENV, "1")
+    monkeypatch.setenv(KEY_DIR_ENV, str(tmp_path / "keys"))
+    monkeypatch.setattr(process_control, "start_process", lambda *a: pytest.fail("only queued here: the slot is taken"))
     return folder
 
 
@@ -40,7 +41,7 @@ def test_seeds_and_sweep_over_queue_one_run_per_value_and_seed(app, runs, lang):
     at.number_input(key="launch_0_seeds").set_value(2)
     at.text_input(key="launch_0_sweep_over").set_value("beta=0,0.04")
     _submit(at, lang)
-    queued = {p.name for p in launcher.pending(runs) if p.queued}
+    queued = {p.name for p in pending_launches.pending(runs) if p.queued}
     assert queued == {"fs-beta_0-s4", "fs-beta_0-s5", "fs-beta_0.04-s4", "fs-beta_0.04-s5"}
     record = json.loads((runs / ".launcher" / "fs-beta_0.04-s5.json").read_text())
     argv = dict(zip(record["argv"][::2], record["argv"][1::2]))
@@ -59,7 +60,7 @@ def test_one_seed_and_no_sweep_is_a_plain_launch(app, runs):
     at = app("runs")
     at.text_input(key="launch_0_name").set_value("single")
     _submit(at, "en")
-    assert [p.name for p in launcher.pending(runs) if p.queued] == ["single"]
+    assert [p.name for p in pending_launches.pending(runs) if p.queued] == ["single"]
     assert "--sweep" not in json.loads((runs / ".launcher" / "single.json").read_text())["argv"]
 
 
@@ -95,7 +96,7 @@ def test_sweep_progress_counts_each_variants_seeds(runs):
                                                                      "total_steps": 3}))
     sweep.submit("s2", {}, ["beta=0,0.04"], [0], runs)
     listed = list_runs(runs)
-    table = sweeps_view.progress(listed, launcher.pending(runs, {r.name for r in listed}), runs)
+    table = sweeps_view.progress(listed, pending_launches.pending(runs, {r.name for r in listed}), runs)
     rows = {(r.sweep, r.variant): (r.queued, r.running, r.finished, r.failed, r.stopped, r.steps)
             for r in table.itertuples()}
     assert rows == {("s", "beta=0"): (0, 0, 1, 0, 0, "3 / 3"), ("s", "beta=0.04"): (0, 0, 0, 0, 1, "1 / 3"),

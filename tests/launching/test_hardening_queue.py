@@ -7,7 +7,8 @@ import stat
 
 import pytest
 
-from grpo_lab.launching import launcher
+from grpo_lab.launching import form_checks, launch_queue, launch_records, pending_launches, process_control
+from grpo_lab.launching.keys import key_dir, mark_used, queue_key, run_nonce
 from grpo_lab.rundir.layout import write_json_atomic
 from grpo_lab.trainer.config import from_dict
 from queue_helpers import plant, refused, runs  # noqa: F401 (runs: a fixture; a runs folder, its key outside, no process)
@@ -19,17 +20,17 @@ def test_an_unsigned_entry_is_never_started_here_and_shown_as_another_dashboards
     """Unsigned, or signed with another key: planted, or another dashboard's over this folder (another
     GRPO_LAB_KEY_DIR). Never started here, nor refused for the other dashboard (the Runs page says why)."""
     plant(runs, "planted", PTY)
-    assert launcher.start_queued(runs) == []
-    entry = next(p for p in launcher.pending(runs) if p.name == "planted")
+    assert launch_queue.start_queued(runs) == []
+    entry = next(p for p in pending_launches.pending(runs) if p.name == "planted")
     assert entry.elsewhere and not entry.queued and not entry.alive and not entry.refused
-    assert not (runs / launcher.LAUNCH_DIR / "planted.log").exists() and not (runs / "planted").exists()
-    assert launcher.start_queued(runs) == []
+    assert not (runs / launch_records.LAUNCH_DIR / "planted.log").exists() and not (runs / "planted").exists()
+    assert launch_queue.start_queued(runs) == []
 
 
 def test_a_tampered_entry_is_refused(runs):
     entry = plant(runs, "tampered", ["--name", "tampered", "--max-steps", "1"], sign=True)
-    write_json_atomic(runs / launcher.LAUNCH_DIR / "tampered.json", {**entry, "argv": PTY[:1] + ["tampered"] + PTY[2:]})
-    assert launcher.start_queued(runs) == []
+    write_json_atomic(runs / launch_records.LAUNCH_DIR / "tampered.json", {**entry, "argv": PTY[:1] + ["tampered"] + PTY[2:]})
+    assert launch_queue.start_queued(runs) == []
     assert "no valid signature" in refused(runs)["tampered"]
 
 
@@ -46,22 +47,22 @@ def test_a_tampered_entry_is_refused(runs):
 def test_a_signed_entry_the_form_would_refuse_is_refused_with_its_reason(runs, argv, reason):
     """Signed (the key leaked, or the settings changed since it was queued): checked again anyway."""
     plant(runs, "planted", argv, sign=True)
-    assert launcher.start_queued(runs) == []
+    assert launch_queue.start_queued(runs) == []
     assert reason in refused(runs)["planted"]
     assert not (runs / "planted").exists()
 
 
 def test_a_signed_entry_with_a_bad_process_count_is_refused(runs):
     plant(runs, "planted", ["--name", "planted"], sign=True, processes=10_000)
-    assert launcher.start_queued(runs) == []
+    assert launch_queue.start_queued(runs) == []
     assert refused(runs)["planted"].startswith("processes: must be a whole number in [1, 64]")
 
 
 def test_a_good_signed_entry_starts_with_the_argv_rebuilt_from_checked_values(runs, monkeypatch):
     started = []
-    monkeypatch.setattr(launcher, "_start", lambda runs_dir, name, argv, processes=1: started.append((name, argv)) or 1)
+    monkeypatch.setattr(process_control, "start_process", lambda runs_dir, name, argv, processes=1: started.append((name, argv)) or 1)
     plant(runs, "fine", ["--name", "fine", "--max-steps", "3", "--rewards", "correctness=1"], sign=True)
-    assert launcher.start_queued(runs) == ["fine"]
+    assert launch_queue.start_queued(runs) == ["fine"]
     assert started == [("fine", ["--name", "fine", "--max-steps", "3", "--rewards", "correctness=1"])]
 
 
@@ -69,21 +70,21 @@ def test_an_entry_marked_used_but_never_started_is_offered_again_once(runs, monk
     """A dashboard killed (-9) after marking an entry used and before its trainer started left it refused
     forever ("started once already"). With no run folder and no process, it is started again, once."""
     started = []
-    monkeypatch.setattr(launcher, "_start", lambda runs_dir, name, argv, processes=1: started.append(name) or 1)
+    monkeypatch.setattr(process_control, "start_process", lambda runs_dir, name, argv, processes=1: started.append(name) or 1)
     entry = plant(runs, "lost", ["--name", "lost", "--max-steps", "3"], sign=True)
-    launcher.mark_used(entry["id"], entry["queued_at"], "marked")  # marked, then killed: the entry still says queued
-    assert launcher.start_queued(runs) == ["lost"] and started == ["lost"]
-    write_json_atomic(runs / launcher.LAUNCH_DIR / "lost.json", entry)  # killed again at the same place
-    assert launcher.start_queued(runs) == [] and started == ["lost"]
+    mark_used(entry["id"], entry["queued_at"], "marked")  # marked, then killed: the entry still says queued
+    assert launch_queue.start_queued(runs) == ["lost"] and started == ["lost"]
+    write_json_atomic(runs / launch_records.LAUNCH_DIR / "lost.json", entry)  # killed again at the same place
+    assert launch_queue.start_queued(runs) == [] and started == ["lost"]
     assert "started once already" in refused(runs)["lost"]
 
 
 def test_the_key_lives_outside_the_runs_folder_readable_by_its_owner_only(runs):
-    key = launcher.key_dir() / "queue.key"
-    launcher.queue_key()
+    key = key_dir() / "queue.key"
+    queue_key()
     assert not key.resolve().is_relative_to(runs.resolve())
-    assert stat.S_IMODE(os.stat(key).st_mode) == 0o600 and len(launcher.queue_key()) == 32
-    assert launcher.run_nonce(runs, "a") != launcher.run_nonce(runs, "b") != launcher.run_nonce(runs.parent / "other-runs", "b")
+    assert stat.S_IMODE(os.stat(key).st_mode) == 0o600 and len(queue_key()) == 32
+    assert run_nonce(runs, "a") != run_nonce(runs, "b") != run_nonce(runs.parent / "other-runs", "b")
 
 
 # --- resume -------------------------------------------------------------------------------------
@@ -104,16 +105,16 @@ def stopped_run(runs, name, **config):
 ])
 def test_a_planted_resume_runs_nothing_and_says_why_in_one_line(runs, config, reason):
     stopped_run(runs, "planted", **config)
-    with pytest.raises(launcher.LaunchError) as err:
-        launcher.resume(runs, "planted")
+    with pytest.raises(form_checks.LaunchError) as err:
+        process_control.resume(runs, "planted")
     message = str(err.value)
     assert message.startswith("resume refused: config.json of planted: ") and reason in message
-    assert "\n" not in message and not (runs / launcher.LAUNCH_DIR / "planted.log").exists()
+    assert "\n" not in message and not (runs / launch_records.LAUNCH_DIR / "planted.log").exists()
 
 
 def test_a_config_the_trainer_wrote_passes_the_resume_check(runs):
     stopped_run(runs, "mine")
-    launcher.check_resume(runs, "mine", json.loads((runs / "mine" / "config.json").read_text()))
+    form_checks.check_resume(runs, "mine", json.loads((runs / "mine" / "config.json").read_text()))
 
 
 def test_the_runs_page_shows_a_refused_entry_with_its_reason(runs, monkeypatch):
@@ -133,7 +134,7 @@ def test_the_runs_page_says_why_another_dashboards_entry_waits_and_offers_the_wa
     plant(runs, "planted", PTY)
     plant(runs, "theirs", ["--name", "theirs", "--max-steps", "1"])
     monkeypatch.setenv("GRPO_LAB_RUNS_DIR", str(runs))
-    monkeypatch.setattr(launcher, "training", lambda runs_dir: launcher.max_runs())  # every slot taken
+    monkeypatch.setattr(launch_queue, "training", lambda runs_dir: launch_queue.max_runs())  # every slot taken
     at = open_page("runs")
     at.selectbox(key="runs_pick").set_value("planted").run()
     assert any("planted was queued by another dashboard" in w.value and "GRPO_LAB_KEY_DIR" in w.value
@@ -141,9 +142,9 @@ def test_the_runs_page_says_why_another_dashboards_entry_waits_and_offers_the_wa
     assert "🔑 queued by another dashboard" in at.dataframe(key="runs_table").value["state"].tolist()
     at.button(key="queue_here").click().run()  # checked as the form's values: refused, left as it was
     assert any("rewards: 'pty:spawn' imports module 'pty'" in e.value for e in at.error)
-    assert next(p for p in launcher.pending(runs) if p.name == "planted").elsewhere
+    assert next(p for p in pending_launches.pending(runs) if p.name == "planted").elsewhere
     at.selectbox(key="runs_pick").set_value("theirs").run()
     at.button(key="queue_here").click().run()
     assert any("Queued theirs here" in s.value for s in at.success)
-    theirs = next(p for p in launcher.pending(runs) if p.name == "theirs")
+    theirs = next(p for p in pending_launches.pending(runs) if p.name == "theirs")
     assert theirs.queued and not theirs.elsewhere

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from grpo_lab.launching import launcher, more_seeds
+from grpo_lab.launching import form_checks, launch_queue, launch_records, more_seeds, pending_launches
 from grpo_lab.rundir import variants
 from grpo_lab.trainer.config import from_dict
 from queue_helpers import runs, set_state  # noqa: F401 (runs: a fixture; a runs folder, its key outside, no process)
@@ -23,15 +23,15 @@ def _edit(runs, name: str, **changes) -> None:
 
 def _entry_config(runs, name: str) -> dict:
     """What the queued entry's trainer would run: its argv through the trainer's own parser and config."""
-    entry = json.loads((runs / launcher.LAUNCH_DIR / f"{name}.json").read_text())
+    entry = json.loads((runs / launch_records.LAUNCH_DIR / f"{name}.json").read_text())
     assert entry["queued"] and entry["signature"]
-    return from_dict({**launcher.parse_trainer_args(entry["argv"]), "runs_dir": str(runs)}).run_record()
+    return from_dict({**form_checks.parse_trainer_args(entry["argv"]), "runs_dir": str(runs)}).run_record()
 
 
 @pytest.fixture
 def singles(runs, monkeypatch):
     """Two single-seed runs of different configs (b: beta 0, seed 3), and the one slot held by a running run."""
-    monkeypatch.setenv(launcher.MAX_RUNS_ENV, "1")
+    monkeypatch.setenv(launch_queue.MAX_RUNS_ENV, "1")
     for name, seed in (("busy", 0), ("a", 0), ("b", 3)):
         write_run(runs, name, "", "", seed, 0.5)
     _edit(runs, "b", beta=0.0, reward_params={"correctness": {"mode": "strict"}})
@@ -59,8 +59,8 @@ def test_each_variant_gets_new_seeds_of_its_own_options_queued(singles):
 
 def test_a_config_the_launch_checks_refuse_queues_nothing(singles):
     _edit(singles, "b", lr=-1.0)
-    with pytest.raises(launcher.LaunchError, match=r"^b: .*lr"):
+    with pytest.raises(form_checks.LaunchError, match=r"^b: .*lr"):
         more_seeds.add(singles, [["a"], ["b"]], 2)
-    assert not [p for p in launcher.pending(singles)]  # not even a's, checked before it
-    with pytest.raises(launcher.LaunchError, match="seeds: must be a whole number"):
+    assert not [p for p in pending_launches.pending(singles)]  # not even a's, checked before it
+    with pytest.raises(form_checks.LaunchError, match="seeds: must be a whole number"):
         more_seeds.add(singles, [["a"]], 0)

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from grpo_lab.launching import sweep
-from grpo_lab.launching import launcher
+from grpo_lab.launching import launch_queue, pending_launches, process_control
+from grpo_lab.launching.keys import KEY_DIR_ENV, entry_signed
 from grpo_lab.rundir.reader import check_name
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -20,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(autouse=True)
 def _own_key(tmp_path, monkeypatch):
-    monkeypatch.setenv(launcher.KEY_DIR_ENV, str(tmp_path / "keys"))  # queue signatures: this test's key
+    monkeypatch.setenv(KEY_DIR_ENV, str(tmp_path / "keys"))  # queue signatures: this test's key
 
 
 def test_a_grid_and_seeds_plan_the_cross_product_with_readable_labels():
@@ -94,14 +95,14 @@ def _occupied(runs: Path) -> None:
 def test_runs_beyond_the_limit_are_queued_signed_and_pass_the_launch_checks(tmp_path, monkeypatch, capsys):
     runs = tmp_path / "runs"
     _occupied(runs)
-    monkeypatch.setenv(launcher.MAX_RUNS_ENV, "1")
+    monkeypatch.setenv(launch_queue.MAX_RUNS_ENV, "1")
     argv = ["--name", "s", "--runs-dir", str(runs), "--seed-list", "3,7", "--grid", "beta=0,0.04", "--max-steps", "5"]
     assert sweep.main(argv) == 0
-    queued = {p.name for p in launcher.pending(runs) if p.queued}
+    queued = {p.name for p in pending_launches.pending(runs) if p.queued}
     assert queued == {"s-beta_0-s3", "s-beta_0-s7", "s-beta_0.04-s3", "s-beta_0.04-s7"}
     record = json.loads((runs / ".launcher" / "s-beta_0.04-s7.json").read_text())
-    assert launcher.entry_signed(runs, record)
-    argv_out, _ = launcher.recheck_entry(runs, "s-beta_0.04-s7", record)  # what start_queued will start
+    assert entry_signed(runs, record)
+    argv_out, _ = launch_queue.recheck_entry(runs, "s-beta_0.04-s7", record)  # what start_queued will start
     flags = dict(zip(argv_out[::2], argv_out[1::2]))
     assert flags["--sweep"] == "s" and flags["--variant"] == "beta=0.04" and flags["--seed"] == "7"
     assert flags["--beta"] == "0.04" and flags["--max-steps"] == "5"
@@ -110,7 +111,7 @@ def test_runs_beyond_the_limit_are_queued_signed_and_pass_the_launch_checks(tmp_
     assert sweep.main(argv) == 2
     assert "a sweep named 's' exists" in capsys.readouterr().err
     assert sweep.main([*argv, "--resume"]) == 0
-    assert len([p for p in launcher.pending(runs) if p.queued]) == 4
+    assert len([p for p in pending_launches.pending(runs) if p.queued]) == 4
 
 
 def test_a_launch_whose_folder_exists_but_has_no_status_yet_takes_its_slot(tmp_path, monkeypatch):
@@ -119,20 +120,20 @@ def test_a_launch_whose_folder_exists_but_has_no_status_yet_takes_its_slot(tmp_p
     (tmp_path / "x").mkdir()
     (tmp_path / ".launcher").mkdir()
     (tmp_path / ".launcher" / "x.json").write_text(json.dumps({"name": "x", "pid": os.getpid(), "started_at": 1.0}))
-    monkeypatch.setattr(launcher, "is_trainer_of", lambda pid, name, runs_dir=None: name == "x")
-    assert launcher.training(tmp_path) == 1
-    assert [p.name for p in launcher.pending(tmp_path, set())] == ["x"]  # an empty listing is a listing
-    assert launcher.pending(tmp_path) == []  # no listing: the folder says it is a run now
+    monkeypatch.setattr(process_control, "is_trainer_of", lambda pid, name, runs_dir=None: name == "x")
+    assert launch_queue.training(tmp_path) == 1
+    assert [p.name for p in pending_launches.pending(tmp_path, set())] == ["x"]  # an empty listing is a listing
+    assert pending_launches.pending(tmp_path) == []  # no listing: the folder says it is a run now
 
 
 def test_resume_starts_afresh_only_runs_whose_launch_was_refused(tmp_path, monkeypatch):
     runs = tmp_path / "runs"
     _occupied(runs)
-    monkeypatch.setenv(launcher.MAX_RUNS_ENV, "1")
+    monkeypatch.setenv(launch_queue.MAX_RUNS_ENV, "1")
     argv = ["--name", "s", "--runs-dir", str(runs), "--seeds", "2", "--max-steps", "5"]
     assert sweep.main(argv) == 0
     record = json.loads((runs / ".launcher" / "s-base-s1.json").read_text())
-    launcher._refuse(runs, "s-base-s1", record, "gone wrong")
+    launch_queue.refuse(runs, "s-base-s1", record, "gone wrong")
     assert sweep.run_state(runs, "s-base-s1")[0] == "refused"
     assert sweep.main([*argv, "--resume"]) == 0
     assert sweep.run_state(runs, "s-base-s1")[0] == "queued" and sweep.run_state(runs, "s-base-s0")[0] == "queued"
@@ -142,7 +143,7 @@ def test_a_sweep_waits_for_its_runs_and_each_config_says_sweep_variant_and_seed(
     """The real thing, small: 2 variants x 1 seed of 2 steps through the queue (one slot), --wait;
     then --resume restarts the one run made unfinished, and leaves the finished one alone."""
     runs = tmp_path / "runs"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), launcher.MAX_RUNS_ENV: "1", launcher.KEY_DIR_ENV: str(tmp_path / "k")}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), launch_queue.MAX_RUNS_ENV: "1", KEY_DIR_ENV: str(tmp_path / "k")}
     argv = [sys.executable, "-m", "grpo_lab.launching.sweep", "--name", "w", "--seeds", "1", "--grid", "beta=0,0.04",
             "--runs-dir", str(runs), "--wait", "--poll", "0.5", "--max-steps", "2", "--prompts-per-step", "4",
             "--group-size", "4", "--sft-steps", "5", "--flush-seconds", "0"]
@@ -168,7 +169,7 @@ def test_wait_names_the_runs_that_failed(tmp_path):
     """A run that fails (a reward module that cannot be imported) makes --wait exit 1 naming it."""
     runs = tmp_path / "runs"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "GRPO_LAB_REWARD_MODULES": "no_such_module",
-           launcher.KEY_DIR_ENV: str(tmp_path / "k")}
+           KEY_DIR_ENV: str(tmp_path / "k")}
     result = subprocess.run(
         [sys.executable, "-m", "grpo_lab.launching.sweep", "--name", "f", "--runs-dir", str(runs), "--wait", "--poll", "0.5",
          "--max-steps", "2", "--rewards", "no_such_module:f"],

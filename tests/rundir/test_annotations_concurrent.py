@@ -13,7 +13,8 @@ import pytest
 
 from app_helpers import open_page
 from grpo_lab.dashboard import i18n
-from grpo_lab.launching import launcher
+from grpo_lab.launching import launch_queue
+from grpo_lab.launching.keys import KEY_DIR_ENV
 from grpo_lab.rundir import annotations
 from variants_helpers import write_run
 
@@ -64,7 +65,7 @@ def busy(tmp_path, monkeypatch):
     runs = tmp_path / "runs"
     runs.mkdir()
     monkeypatch.setenv("GRPO_LAB_RUNS_DIR", str(runs))
-    monkeypatch.setenv(launcher.KEY_DIR_ENV, str(tmp_path / "keys"))
+    monkeypatch.setenv(KEY_DIR_ENV, str(tmp_path / "keys"))
     write_run(runs, "target", "", "", 0, 0.5, steps=4)
     write_run(runs, "busy", "", "", 1, 0.5, steps=4)
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
@@ -91,7 +92,7 @@ def test_save_while_a_run_ends_or_starts_is_written_and_confirmed(busy, monkeypa
         proc.wait()
     else:  # a queued run starts as Save is pressed: the same redraw
         started = iter([["next"]])
-        monkeypatch.setattr(launcher, "start_queued", lambda runs_dir: next(started, []))
+        monkeypatch.setattr(launch_queue, "start_queued", lambda runs_dir: next(started, []))
     at.run()
     assert not at.exception, [e.message for e in at.exception]
     assert annotations.read(runs / "target").tags == ("baseline", "beta=0.04")

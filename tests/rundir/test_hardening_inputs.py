@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from grpo_lab.launching import launcher
+from grpo_lab.launching import form_checks, launch_queue, launch_records, launcher, process_control
+from grpo_lab.launching.keys import KEY_DIR_ENV, KeyDirError, sign_entry
 from grpo_lab.rundir import annotations, json_file, reader
 from grpo_lab.rundir.layout import write_json_atomic
 from queue_helpers import plant, refused, runs  # noqa: F401 (runs: a fixture; a runs folder, its key outside, no process)
@@ -88,13 +89,13 @@ OUTSIDE = [
 
 @pytest.mark.parametrize("params, rewards, reason", OUTSIDE)
 def test_the_form_refuses_a_reward_param_path_outside_the_data_folders(runs, params, rewards, reason):
-    with pytest.raises(launcher.LaunchError, match="^" + reason.replace(".", r"\.")):
+    with pytest.raises(form_checks.LaunchError, match="^" + reason.replace(".", r"\.")):
         launcher.validate({"name": "r", "rewards": rewards, "reward_params": params}, runs)
 
 
 def test_a_hub_id_for_the_reward_model_still_passes(runs):
     values = {"name": "r", "rewards": {"reward_model": 1.0}, "reward_params": {"reward_model": {"model": "org/rm"}}}
-    assert launcher.checked_config(values, runs).reward_params["reward_model"]["model"] == "org/rm"
+    assert form_checks.checked_config(values, runs).reward_params["reward_model"]["model"] == "org/rm"
 
 
 @pytest.mark.parametrize("params, rewards, reason", OUTSIDE)
@@ -105,8 +106,8 @@ def test_a_resume_refuses_a_reward_param_path_planted_in_config_json(runs, param
               "reward_params": params}
     write_json_atomic(runs / "planted" / "config.json", record)
     write_json_atomic(runs / "planted" / "status.json", {"state": "stopped", "pid": 0, "step": 3})
-    with pytest.raises(launcher.LaunchError) as err:
-        launcher.resume(runs, "planted")
+    with pytest.raises(form_checks.LaunchError) as err:
+        process_control.resume(runs, "planted")
     assert str(err.value).startswith("resume refused: config.json of planted: " + reason)
 
 
@@ -119,14 +120,14 @@ def test_a_sweep_config_file_with_a_reward_param_path_outside_is_refused(runs, t
     assert sweep.main(["--name", "s", "--seeds", "2", "--runs-dir", str(runs), "--config", str(config)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "reward_params.human_feedback.path: /etc/ratings.csv is outside" in err
-    assert [p.name for p in runs.iterdir()] == [launcher.LAUNCH_DIR]
+    assert [p.name for p in runs.iterdir()] == [launch_records.LAUNCH_DIR]
 
 
 def test_a_queue_entry_cannot_carry_a_reward_param_path(runs):
     plant(runs, "planted", ["--name", "planted", "--reward-params", '{"human_feedback": {"path": "/etc/ratings.csv"}}'],
           sign=True)
     plant(runs, "garbled", ["--name", "garbled", "--reward-params", "human_feedback=/etc/ratings.csv"], sign=True)
-    assert launcher.start_queued(runs) == []
+    assert launch_queue.start_queued(runs) == []
     assert refused(runs)["planted"].startswith("reward_params.human_feedback.path: /etc/ratings.csv is outside")
     assert refused(runs)["garbled"].startswith("reward_params is not valid JSON")
 
@@ -142,7 +143,7 @@ def test_a_key_folder_inside_a_runs_or_data_folder_is_refused_at_start_in_one_li
     runs, data = tmp_path / "runs", tmp_path / "data"
     monkeypatch.setenv("GRPO_LAB_RUNS_DIR", str(runs))
     monkeypatch.setenv("GRPO_LAB_DATA_DIRS", str(data))
-    monkeypatch.setenv(launcher.KEY_DIR_ENV, str((runs if inside == "runs" else data) / "keys"))
+    monkeypatch.setenv(KEY_DIR_ENV, str((runs if inside == "runs" else data) / "keys"))
     monkeypatch.setattr("os.execv", lambda *a: pytest.fail("the server was started"))
     kind = "the runs folder" if inside == "runs" else "a data folder"
     assert serve.main([]) == 2
@@ -150,8 +151,8 @@ def test_a_key_folder_inside_a_runs_or_data_folder_is_refused_at_start_in_one_li
     assert err.count("\n") == 1 and f"GRPO_LAB_KEY_DIR: {tmp_path}/{inside}/keys lies inside {kind}" in err
     assert sweep.main(["--name", "s", "--runs-dir", str(runs)]) == 2
     assert f"lies inside {kind}" in capsys.readouterr().err
-    with pytest.raises(launcher.KeyDirError):
-        launcher.sign_entry(runs, {"name": "x"})
+    with pytest.raises(KeyDirError):
+        sign_entry(runs, {"name": "x"})
     assert not (runs / "keys").exists() and not (data / "keys").exists()  # no key was made there
 
 

@@ -13,7 +13,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from app_helpers import open_page
-from grpo_lab.launching import identity, launcher
+from grpo_lab.launching import form_checks, identity, process_control
+from grpo_lab.launching.keys import KEY_DIR_ENV, NONCE_ENV, run_nonce
 from grpo_lab.rundir import query, reader
 from grpo_lab.rundir.layout import part_name, write_json_atomic
 from shared_runs import copy_run, grpo_run  # noqa: F401 (a fixture: pytest finds it by name)
@@ -129,7 +130,7 @@ def fake_trainer(tmp_path):
 
     def start(*args, env=None, module=True):
         command = [sys.executable, "-m", "grpo_lab.trainer", *args] if module else [sys.executable, *args]
-        clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", launcher.NONCE_ENV)}
+        clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", NONCE_ENV)}
         proc = subprocess.Popen(command, cwd=pkg.parent.parent, env={**clean, **(env or {})})
         procs.append(proc)
         wait_until(lambda: identity.cmdline(proc.pid)[-1:] == [args[-1]], what="the process to exec")
@@ -150,38 +151,38 @@ def test_stop_refuses_a_decoy_whose_arguments_mention_the_trainer(tmp_path, fake
     decoy = fake_trainer("-c", "import time; time.sleep(120)", "grpo_lab.trainer", "--name", "X",
                          "--runs-dir", str(runs), module=False)
     running(runs, "X", decoy.pid)
-    with pytest.raises(launcher.LaunchError, match=f"process {decoy.pid} is not the trainer of X in {runs}"):
-        launcher.stop(runs, "X")
+    with pytest.raises(form_checks.LaunchError, match=f"process {decoy.pid} is not the trainer of X in {runs}"):
+        process_control.stop(runs, "X")
     assert decoy.poll() is None
 
 
 def test_stop_refuses_a_namesake_trainer_of_another_runs_folder(tmp_path, fake_trainer, monkeypatch):
-    monkeypatch.setenv(launcher.KEY_DIR_ENV, str(tmp_path / "keys"))
+    monkeypatch.setenv(KEY_DIR_ENV, str(tmp_path / "keys"))
     runs, other = tmp_path / "runs", tmp_path / "other"
     by_hand = fake_trainer("--name", "X", "--runs-dir", str(other))
     running(runs, "X", by_hand.pid)
-    with pytest.raises(launcher.LaunchError, match="is not the trainer of X"):
-        launcher.stop(runs, "X")
+    with pytest.raises(form_checks.LaunchError, match="is not the trainer of X"):
+        process_control.stop(runs, "X")
     # launched by a dashboard for the other folder, and lying about its --runs-dir: its nonce tells
     liar = fake_trainer("--name", "X", "--runs-dir", str(runs),
-                        env={launcher.NONCE_ENV: launcher.run_nonce(other, "X")})
+                        env={NONCE_ENV: run_nonce(other, "X")})
     running(runs, "X", liar.pid)
-    with pytest.raises(launcher.LaunchError, match="is not the trainer of X"):
-        launcher.stop(runs, "X")
+    with pytest.raises(form_checks.LaunchError, match="is not the trainer of X"):
+        process_control.stop(runs, "X")
     assert by_hand.poll() is None and liar.poll() is None
 
 
 @pytest.mark.parametrize("how", ["nonce", "by hand, --runs-dir", "by hand, relative default"])
 def test_stop_signals_this_folders_own_trainer(tmp_path, fake_trainer, monkeypatch, how):
-    monkeypatch.setenv(launcher.KEY_DIR_ENV, str(tmp_path / "keys"))
+    monkeypatch.setenv(KEY_DIR_ENV, str(tmp_path / "keys"))
     runs = tmp_path / "fake" / "runs"  # the stand-in's working directory is tmp_path/fake: ./runs is this folder
     if how == "nonce":
         proc = fake_trainer("--name", "X", "--runs-dir", str(runs),
-                            env={launcher.NONCE_ENV: launcher.run_nonce(runs, "X")})
+                            env={NONCE_ENV: run_nonce(runs, "X")})
     elif how == "by hand, --runs-dir":
         proc = fake_trainer("--name", "X", "--runs-dir", str(runs))
     else:
         proc = fake_trainer("--name", "X", env={"GRPO_LAB_RUNS_DIR": ""})
     running(runs, "X", proc.pid)
-    assert launcher.stop(runs, "X") == proc.pid
+    assert process_control.stop(runs, "X") == proc.pid
     assert proc.wait(timeout=10) == -signal.SIGTERM

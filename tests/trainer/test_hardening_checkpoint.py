@@ -1,5 +1,5 @@
 """A checkpoint is input: a planted pickle in rng.pt or optimizer.pt is refused, unrun, by every resume
-(grpo-lab-train --resume, the dashboard's launcher.resume, grpo-lab-sweep --resume); a checkpoint the
+(grpo-lab-train --resume, the dashboard's process_control.resume, grpo-lab-sweep --resume); a checkpoint the
 trainer wrote, of this format or the one before, resumes exactly (grpo_lab/trainer/checkpoint.py)."""
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from grpo_lab.launching import launcher
+from grpo_lab.launching import launch_records, process_control
+from grpo_lab.launching.keys import KEY_DIR_ENV
 from grpo_lab.trainer import checkpoint
 from grpo_lab.trainer.config import ConfigError
 from trainer_helpers import ROOT, run_trainer, wait_until
@@ -120,7 +121,7 @@ def test_an_rng_state_of_the_wrong_shape_is_refused_before_any_generator_takes_i
 
 
 def env(root: Path) -> dict:
-    return {**os.environ, "PYTHONPATH": str(ROOT), launcher.KEY_DIR_ENV: str(root / "keys")}
+    return {**os.environ, "PYTHONPATH": str(ROOT), KEY_DIR_ENV: str(root / "keys")}
 
 
 def sweep_argv(runs: Path, *extra: str) -> list[str]:
@@ -161,20 +162,20 @@ def resume_with_train(runs: Path, root: Path) -> str:
 
 
 def resume_with_launcher(runs: Path, root: Path) -> str:
-    os.environ[launcher.KEY_DIR_ENV] = str(root / "keys")  # as the dashboard's process has it
+    os.environ[KEY_DIR_ENV] = str(root / "keys")  # as the dashboard's process has it
     try:
-        pid = launcher.resume(runs, RUN)
-        wait_until(lambda: not launcher.is_trainer_of(pid, RUN, runs), timeout=300, what="the trainer to exit")
+        pid = process_control.resume(runs, RUN)
+        wait_until(lambda: not process_control.is_trainer_of(pid, RUN, runs), timeout=300, what="the trainer to exit")
     finally:
-        del os.environ[launcher.KEY_DIR_ENV]
-    return [line for line in launcher.launch_log(runs, RUN).splitlines() if line.startswith("error:")][-1]
+        del os.environ[KEY_DIR_ENV]
+    return [line for line in launch_records.launch_log(runs, RUN).splitlines() if line.startswith("error:")][-1]
 
 
 def resume_with_sweep(runs: Path, root: Path) -> str:
     result = subprocess.run(sweep_argv(runs, "--resume"), cwd=ROOT, env=env(root), capture_output=True, text=True,
                             timeout=400)
     assert result.returncode == 1 and f"{RUN} (stopped)" in result.stderr, result.stderr[-3000:]
-    return [line for line in (runs / launcher.LAUNCH_DIR / f"{RUN}.log").read_text().splitlines()
+    return [line for line in (runs / launch_records.LAUNCH_DIR / f"{RUN}.log").read_text().splitlines()
             if line.startswith("error:")][-1]
 
 

@@ -70,12 +70,12 @@ def stop_server(proc: subprocess.Popen, timeout: float = 30) -> None:
 def stop_trainers(runs: Path, *names: str) -> None:
     """End the trainers the tests launched through the dashboard (their pids are on record): those of
     `names`, or every one. A launched run left going would take a core from every test after it."""
-    from grpo_lab.launching import launcher
+    from grpo_lab.launching import launch_records, process_control
     from grpo_lab.rundir.layout import read_json
 
-    for name in launcher.record_names(runs):
-        data = read_json(runs / launcher.LAUNCH_DIR / f"{name}.json") or {}
-        if (not names or name in names) and launcher.is_trainer_of(data.get("pid"), name):
+    for name in launch_records.record_names(runs):
+        data = read_json(runs / launch_records.LAUNCH_DIR / f"{name}.json") or {}
+        if (not names or name in names) and process_control.is_trainer_of(data.get("pid"), name):
             os.kill(data["pid"], signal.SIGKILL)
 
 

@@ -13,7 +13,7 @@ import pytest
 from playwright.sync_api import expect
 
 from browser_helpers import choose, literal, locale, streamlit_server, to_chinese, wait_idle
-from grpo_lab.launching import launcher
+from grpo_lab.launching import launch_records
 from grpo_lab.rundir.layout import RunPaths, write_json_atomic
 from grpo_lab.rundir.writer import RunWriter
 from grpo_lab.trainer.config import Config
@@ -40,10 +40,10 @@ def visit_server(tmp_path_factory):
     runs = tmp_path_factory.mktemp("visit-runs")
     write_run(runs, "k0", "", "", 0, 0.5, steps=3)
     write_sampler_run(runs, "same-sampler")
-    (runs / launcher.LAUNCH_DIR).mkdir()  # a launch with no run folder yet (queued by another dashboard: never starts)
+    (runs / launch_records.LAUNCH_DIR).mkdir()  # a launch with no run folder yet (queued by another dashboard: never starts)
     entry = {"name": "later", "queued": True, "argv": ["--name", "later"], "processes": 1, "queued_at": time.time(),
              "id": "1" * 32, "key": "f" * 16, "signature": "0" * 64}
-    (runs / launcher.LAUNCH_DIR / "later.json").write_text(json.dumps(entry))
+    (runs / launch_records.LAUNCH_DIR / "later.json").write_text(json.dumps(entry))
     with streamlit_server(runs) as url:
         yield url, runs
 

@@ -18,7 +18,8 @@ from run_sources import imported_verl_run
 from variants_helpers import write_run
 
 from grpo_lab.finished_runs import rescore
-from grpo_lab.launching import launcher
+from grpo_lab.launching import launch_queue, launch_records
+from grpo_lab.launching.keys import KEY_DIR_ENV
 
 pytestmark = pytest.mark.browser
 expect.set_options(timeout=60_000)
@@ -40,11 +41,11 @@ def served(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         # the server inherits these: the entry is checked with the key it was signed with here, and the one
         # slot is held by a running run (its pid this test process), so the entry waits
-        mp.setenv(launcher.KEY_DIR_ENV, str(base / "keys"))
-        mp.setenv(launcher.MAX_RUNS_ENV, "1")
+        mp.setenv(KEY_DIR_ENV, str(base / "keys"))
+        mp.setenv(launch_queue.MAX_RUNS_ENV, "1")
         write_run(runs, "busy", "", "", 0, 0.5)
         set_state(runs, "busy", "running")
-        (runs / launcher.LAUNCH_DIR).mkdir()
+        (runs / launch_records.LAUNCH_DIR).mkdir()
         plant(runs, QUEUED, ["--name", QUEUED, "--sweep", "q", "--variant", "a=1", "--algo", "ppo",
                              "--max-steps", str(PLANNED)], sign=True)
         with streamlit_server(runs) as url:
@@ -190,7 +191,7 @@ def test_a_queued_run_shows_its_plan_and_its_variant_its_planned_steps(served, p
     assert row is not None, rows
     shown = [row[head.index(words[f"col.{c}"])] for c in ("algo", "model", "task", "step")]
     assert shown == ["ppo", "tiny", "arithmetic", words["runs.step_queued"].format(total=PLANNED)], (head, row)
-    assert launcher.record_names(runs) == [QUEUED]  # still queued: nothing started it
+    assert launch_records.record_names(runs) == [QUEUED]  # still queued: nothing started it
 
     sweep = page.get_by_text(re.compile(re.escape(words["sweeps.row"].split("{sweep}")[0]) + "q"), exact=False).first
     sweep.click()

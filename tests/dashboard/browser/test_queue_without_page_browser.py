@@ -22,7 +22,9 @@ from playwright.sync_api import expect
 
 from browser_helpers import (ROOT, free_port, main_text, open_expander, press, stop_server, wait_idle,
                              wait_until_healthy)
-from grpo_lab.launching import launcher
+from grpo_lab.launching import launch_queue, process_control
+from grpo_lab.launching.launch_records import LAUNCH_DIR, launch_log, record_names
+from grpo_lab.launching.keys import KEY_DIR_ENV
 from grpo_lab.rundir.layout import read_json
 from grpo_lab.rundir.reader import read_run
 from trainer_helpers import wait_until
@@ -37,8 +39,8 @@ ENDED = ("finished", "failed", "stopped")
 def start_dashboard(tmp_path: Path, runs: Path, keys: Path, port: int) -> subprocess.Popen:
     """`grpo-lab-dashboard --server.port PORT` over `runs`, one run at a time; its output in tmp_path/streamlit.log
     (where wait_until_healthy looks)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "GRPO_LAB_RUNS_DIR": str(runs), launcher.KEY_DIR_ENV: str(keys),
-           launcher.MAX_RUNS_ENV: "1", "OMP_NUM_THREADS": "1"}  # trainers inherit it: a 2-core machine
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "GRPO_LAB_RUNS_DIR": str(runs), KEY_DIR_ENV: str(keys),
+           launch_queue.MAX_RUNS_ENV: "1", "OMP_NUM_THREADS": "1"}  # trainers inherit it: a 2-core machine
     with open(tmp_path / "streamlit.log", "ab") as log:
         return subprocess.Popen([sys.executable, "-m", "grpo_lab.dashboard.serve", "--server.port", str(port),
                                  "--server.fileWatcherType", "none"],
@@ -59,11 +61,11 @@ def schedulers(runs: Path) -> list[int]:
 
 
 def launch_records(runs: Path) -> dict[str, dict]:
-    return {name: record(runs, name) for name in launcher.record_names(runs)}
+    return {name: record(runs, name) for name in record_names(runs)}
 
 
 def record(runs: Path, name: str) -> dict:
-    return read_json(runs / launcher.LAUNCH_DIR / f"{name}.json") or {}
+    return read_json(runs / LAUNCH_DIR / f"{name}.json") or {}
 
 
 def started(runs: Path, name: str) -> dict | None:
@@ -76,7 +78,7 @@ def stop_trainers(runs: Path, *names: str) -> None:
     """SIGKILL the live trainers of `names` (else of every launch record): one left going would take
     a core from the tests after this one."""
     for name, rec in launch_records(runs).items():
-        if (not names or name in names) and launcher.is_trainer_of(rec.get("pid"), name, runs):
+        if (not names or name in names) and process_control.is_trainer_of(rec.get("pid"), name, runs):
             os.kill(rec["pid"], signal.SIGKILL)
 
 
@@ -88,13 +90,13 @@ def wait_finished(runs: Path, name: str, why: str = "", alive: subprocess.Popen 
     """Until `name` ends; it must end finished (else its trainer's output says why)."""
     state = wait_until(lambda: (s := read_run(runs, name).state) in ENDED and s, 120, f"{name} to end{why}",
                        alive=alive, every=0.5)
-    assert state == "finished", f"{name} {state}: {launcher.launch_log(runs, name)}"
+    assert state == "finished", f"{name} {state}: {launch_log(runs, name)}"
 
 
 def test_a_queued_sweep_moves_with_no_runs_page_open_and_after_a_restart(tmp_path, page, traffic, monkeypatch):
     runs, keys = tmp_path / "runs", tmp_path / "keys"  # the key folder outside the runs folder, as serve requires
     # here too: which process is a run's trainer is told by a nonce made with the dashboard's key
-    monkeypatch.setenv(launcher.KEY_DIR_ENV, str(keys))
+    monkeypatch.setenv(KEY_DIR_ENV, str(keys))
     runs.mkdir()
     port = free_port()
     url = f"http://localhost:{port}"  # serve.py listens on localhost only
@@ -150,7 +152,7 @@ def test_a_queued_sweep_moves_with_no_runs_page_open_and_after_a_restart(tmp_pat
         server = start_dashboard(tmp_path, runs, keys, port)  # as a user restarts it; no page is opened
         rec = wait_until(lambda: started(runs, third), 60, every=0.5, alive=server,
                          what=f"the queued {third} to start after the dashboard restarted, with no page open")
-        assert launcher.is_trainer_of(rec["pid"], third, runs)  # a trainer of this run, in this folder
+        assert process_control.is_trainer_of(rec["pid"], third, runs)  # a trainer of this run, in this folder
         stop_trainers(runs, third)  # seen starting: its training would only add a run's time to this test
 
         # --- what the user sees: the first two runs finished (the third was stopped above); the scheduler

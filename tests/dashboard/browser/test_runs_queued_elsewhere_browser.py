@@ -13,7 +13,7 @@ import pytest
 from playwright.sync_api import expect
 
 from browser_helpers import assert_page_whole, choose, press, streamlit_server, wait_idle
-from grpo_lab.launching import launcher
+from grpo_lab.launching import launch_records
 from variants_helpers import write_run
 
 WAIT = 30_000  # ms: a rerun on a loaded machine can take longer than expect's default 5 s
@@ -23,17 +23,17 @@ WAIT = 30_000  # ms: a rerun on a loaded machine can take longer than expect's d
 def elsewhere_server(tmp_path_factory):
     runs = tmp_path_factory.mktemp("elsewhere-runs")
     write_run(runs, "m0", "", "", 0, 0.5)
-    (runs / launcher.LAUNCH_DIR).mkdir()
+    (runs / launch_records.LAUNCH_DIR).mkdir()
     entry = {"name": "theirs", "queued": True, "argv": ["--name", "theirs", "--rewards", "pty:spawn=1"],
              "processes": 1, "queued_at": time.time(), "id": "1" * 32, "key": "f" * 16, "signature": "0" * 64}
-    (runs / launcher.LAUNCH_DIR / "theirs.json").write_text(json.dumps(entry))  # another key's: not this one's
+    (runs / launch_records.LAUNCH_DIR / "theirs.json").write_text(json.dumps(entry))  # another key's: not this one's
     with streamlit_server(runs) as url:
         yield url, runs
 
 
 def test_the_runs_page_says_why_another_dashboards_entry_waits_and_offers_the_ways_out(elsewhere_server, page, traffic):
     url, runs = elsewhere_server
-    record = runs / launcher.LAUNCH_DIR / "theirs.json"
+    record = runs / launch_records.LAUNCH_DIR / "theirs.json"
     before = record.read_bytes()
     page.goto(url)
     wait_idle(page)

@@ -17,7 +17,8 @@ from playwright.sync_api import expect
 from queue_helpers import set_state
 from variants_helpers import write_run as write_scalars_run
 
-from grpo_lab.launching import launcher
+from grpo_lab.launching import form_checks, launch_queue, launch_records
+from grpo_lab.launching.keys import KEY_DIR_ENV
 from grpo_lab.trainer.config import from_dict
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -46,8 +47,8 @@ def served(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         # the server inherits these: queue entries signed with a key outside the runs folder, and the one
         # slot held by a running run (its pid this test process), so every entry waits
-        mp.setenv(launcher.KEY_DIR_ENV, str(base / "keys"))
-        mp.setenv(launcher.MAX_RUNS_ENV, "1")
+        mp.setenv(KEY_DIR_ENV, str(base / "keys"))
+        mp.setenv(launch_queue.MAX_RUNS_ENV, "1")
         write_scalars_run(runs, "busy", "", "", 0, 0.5)
         set_state(runs, "busy", "running")
         with streamlit_server(runs) as url:
@@ -98,15 +99,15 @@ def test_compare_adds_seeds_to_single_seed_configs_through_the_queue(served, pag
     press(traffic, page.get_by_role("button", name=words["compare.more_seeds"].format(n=2)))
     names = [f"{lang}-a-s1", f"{lang}-a-s2", f"{lang}-b-s1", f"{lang}-b-s2"]
     expect(page.get_by_text(re.compile(re.escape(names[0])))).to_be_visible()  # the confirmation names them
-    assert not [n for n in names if (runs / launcher.LAUNCH_DIR / f"{n}.json").exists()]  # nothing before it
+    assert not [n for n in names if (runs / launch_records.LAUNCH_DIR / f"{n}.json").exists()]  # nothing before it
     press(traffic, page.get_by_role("button", name=words["compare.more_seeds_yes"].format(n=4)))
     done = page.get_by_test_id("stAlert").filter(has_text=words["compare.more_seeds_done"].format(n=4))
     for name in names:
         expect(done).to_contain_text(name)
     expect(done).to_contain_text(words["compare.more_seeds_queued"])
     for name in names:  # queued with the run's options and a new seed
-        entry = json.loads((runs / launcher.LAUNCH_DIR / f"{name}.json").read_text())
-        values = from_dict({**launcher.parse_trainer_args(entry["argv"]), "runs_dir": str(runs)})
+        entry = json.loads((runs / launch_records.LAUNCH_DIR / f"{name}.json").read_text())
+        values = from_dict({**form_checks.parse_trainer_args(entry["argv"]), "runs_dir": str(runs)})
         assert entry["queued"] and values.seed == int(name[-1])
         assert values.beta == (0.0 if "-b-" in name else 0.04)
     assert_page_whole(page, chinese=lang == "zh")

@@ -20,7 +20,8 @@ import pytest
 from playwright.sync_api import expect
 
 from browser_helpers import assert_page_whole, grid_rows, locale, streamlit_server, to_chinese, wait_idle
-from grpo_lab.launching import launcher
+from grpo_lab.launching import launch_queue, launch_records, process_control
+from grpo_lab.launching.keys import KEY_DIR_ENV, NONCE_ENV, entry_id, sign_entry
 from queue_helpers import DIED, EXPECTED, LAUNCHING, set_state
 from trainer_helpers import wait_until
 from variants_helpers import write_run
@@ -32,13 +33,13 @@ ZH_RUNS = "运行列表"  # the Runs page's heading in Chinese: to_chinese waits
 
 def stub_trainer(folder, runs, name: str) -> subprocess.Popen:
     """A live process whose /proc command line is `python -m grpo_lab.trainer --name NAME ... --runs-dir
-    RUNS` (what launcher.is_trainer_of checks), that trains nothing: it runs in `folder`, where a stub
+    RUNS` (what process_control.is_trainer_of checks), that trains nothing: it runs in `folder`, where a stub
     package of that name waits, and for `-m` the working directory comes first on sys.path."""
     (folder / "grpo_lab" / "trainer").mkdir(parents=True)
     (folder / "grpo_lab" / "__init__.py").write_text("")
     (folder / "grpo_lab" / "trainer" / "__init__.py").write_text("")
     (folder / "grpo_lab" / "trainer" / "__main__.py").write_text("import time\ntime.sleep(3600)\n")
-    env = {k: v for k, v in os.environ.items() if k != launcher.NONCE_ENV}  # no nonce: judged by its runs folder
+    env = {k: v for k, v in os.environ.items() if k != NONCE_ENV}  # no nonce: judged by its runs folder
     return subprocess.Popen([sys.executable, "-m", "grpo_lab.trainer", "--name", name, "--sweep", "s",
                              "--variant", "b=1", "--runs-dir", str(runs)], cwd=folder, env=env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -46,7 +47,7 @@ def stub_trainer(folder, runs, name: str) -> subprocess.Popen:
 
 def write_launch(runs, name: str, pid: int, command: list[str]) -> None:
     """A started launch's record (a command, no argv) whose trainer has not made its run folder yet."""
-    (runs / launcher.LAUNCH_DIR / f"{name}.json").write_text(
+    (runs / launch_records.LAUNCH_DIR / f"{name}.json").write_text(
         json.dumps({"name": name, "pid": pid, "command": command, "processes": 1, "started_at": time.time()}))
 
 
@@ -59,17 +60,17 @@ def sweep_server(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         # the server inherits these: it checks the queued entry with the key it was signed with here, and
         # with one slot, held by the running runs, that entry waits instead of starting a trainer
-        mp.setenv(launcher.KEY_DIR_ENV, str(base / "keys"))
-        mp.setenv(launcher.MAX_RUNS_ENV, "1")
+        mp.setenv(KEY_DIR_ENV, str(base / "keys"))
+        mp.setenv(launch_queue.MAX_RUNS_ENV, "1")
         for seed, state in enumerate(["finished", "finished", "starting", "running", "failed", "stopped"]):
             write_run(runs, f"s-a_1-s{seed}", "s", "a=1", seed, 0.5, steps=4)
             set_state(runs, f"s-a_1-s{seed}", state)  # pid: this test process, alive while the server reads it
         write_run(runs, "lone", "", "", 0, 0.5, steps=4)
-        (runs / launcher.LAUNCH_DIR).mkdir()
+        (runs / launch_records.LAUNCH_DIR).mkdir()
         entry = {"name": QUEUED, "queued": True, "argv": ["--name", QUEUED, "--sweep", "s", "--variant", "b=1"],
-                 "processes": 1, "queued_at": time.time(), "id": launcher.entry_id()}
-        (runs / launcher.LAUNCH_DIR / f"{QUEUED}.json").write_text(
-            json.dumps({**entry, "signature": launcher.sign_entry(runs, entry)}))
+                 "processes": 1, "queued_at": time.time(), "id": entry_id()}
+        (runs / launch_records.LAUNCH_DIR / f"{QUEUED}.json").write_text(
+            json.dumps({**entry, "signature": sign_entry(runs, entry)}))
         trainer = stub_trainer(base / "stub", runs, LAUNCHING)
         try:
             write_launch(runs, LAUNCHING, trainer.pid, trainer.args)
@@ -77,7 +78,7 @@ def sweep_server(tmp_path_factory):
                                                  "--variant", "b=1", "--runs-dir", str(runs)])  # no such process
             # the server's check, made here first. Popen returns once exec has begun, and the kernel sets
             # the new /proc command line a moment later: a check at once can read it empty (seen in CI)
-            wait_until(lambda: launcher.is_trainer_of(trainer.pid, LAUNCHING, runs), 30,
+            wait_until(lambda: process_control.is_trainer_of(trainer.pid, LAUNCHING, runs), 30,
                        "the stub trainer to look like one", alive=trainer)
             with streamlit_server(runs) as url:
                 yield url

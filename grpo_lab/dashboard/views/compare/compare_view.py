@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from grpo_lab.dashboard import pages, ui
-from grpo_lab.launching import launcher
+from grpo_lab.launching import form_fields
 from grpo_lab.dashboard.reading import data, variants_data
 from grpo_lab.dashboard.views import charts, markup, series
 from grpo_lab.dashboard.views.compare import compare_completions_view, fork_lines, more_seeds_view
@@ -96,7 +96,7 @@ def config_diff(runs: list[RunInfo]) -> pd.DataFrame:
     An option missing from an older run's config.json had the trainer's default then; it is
     compared as today's default, so a newly added option does not show as a difference.
     """
-    defaults = {k: v["default"] for k, v in launcher.config_fields().items()}
+    defaults = {k: v["default"] for k, v in form_fields.config_fields().items()}
     # an imported run (TRL, verl) had another trainer's defaults, not ours: only what it wrote is shown
     configs = {r.name: {**({} if (r.config or {}).get("source") else defaults), **(r.config or {})} for r in runs}
     # another trainer's own options (trl/...) have no counterpart in a native run: not compared here

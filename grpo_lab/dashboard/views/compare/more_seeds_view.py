@@ -8,7 +8,7 @@ import streamlit as st
 from grpo_lab.dashboard.i18n import t
 from grpo_lab.dashboard.reading import data
 from grpo_lab.dashboard.views import markup
-from grpo_lab.launching import launcher, more_seeds
+from grpo_lab.launching import form_checks, more_seeds
 
 SEEDS = 2  # each configuration then has 3: the variants verdict needs 2
 KEY = "cmp_more_seeds"  # session state: the variants asked for (awaiting confirmation), and the outcome
@@ -21,7 +21,7 @@ def _ask(variants: list[list[str]]) -> None:
 def _queue(variants: list[list[str]]) -> None:
     try:
         added = more_seeds.add(data.runs_dir(), variants, SEEDS)
-    except launcher.LaunchError as exc:
+    except form_checks.LaunchError as exc:
         st.session_state[KEY] = {"for": variants, "error": str(exc)}
         return
     st.session_state[KEY] = {"for": variants, "done": [(r.name, r.seed, r.of, queued) for r, queued in added]}
@@ -48,7 +48,7 @@ def offer(variants: list[list[str]]) -> None:
     if state.get("asked") == variants:
         try:
             planned = more_seeds.plan(data.runs_dir(), variants, SEEDS)
-        except launcher.LaunchError as exc:
+        except form_checks.LaunchError as exc:
             st.error(t("compare.more_seeds_refused", error=markup.md(str(exc))))
             return
         st.info(t("compare.more_seeds_confirm", n=len(planned),

@@ -14,7 +14,7 @@ import streamlit as st
 
 from grpo_lab.dashboard import ui
 from grpo_lab.dashboard.i18n import per_language, t
-from grpo_lab.launching import launcher
+from grpo_lab.launching import pending_launches
 from grpo_lab.dashboard.reading import data, variants_data
 from grpo_lab.dashboard.views import markup, metrics
 from grpo_lab.dashboard.views.runs import sweeps_view
@@ -164,6 +164,6 @@ def render_sweep(sweep: str) -> None:
         st.warning(t("variants.no_sweep", sweep=markup.md(sweep)))
         return
     runs = data.runs()
-    pending = launcher.pending(data.runs_dir(), {r.name for r in runs})
+    pending = pending_launches.pending(data.runs_dir(), {r.name for r in runs})
     counts = sweeps_view.sweep_counts(sweep, runs, pending, data.runs_dir())  # the Runs page's count, queue included
     render(groups, t("variants.sweep_heading", sweep=markup.md(sweep)), summary=sweeps_view.summary_line(sweep, counts))

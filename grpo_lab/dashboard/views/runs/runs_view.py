@@ -13,7 +13,8 @@ import streamlit as st
 
 from grpo_lab.dashboard import pages, ui
 from grpo_lab.dashboard import fork_form, launch_form
-from grpo_lab.launching import housekeeping, launcher
+from grpo_lab.launching import form_checks, housekeeping, launch_queue, launch_records, pending_launches, process_control
+from grpo_lab.launching.keys import KeyDirError, check_key_dir
 from grpo_lab.dashboard.reading import data
 from grpo_lab.dashboard.views import markup
 from grpo_lab.dashboard.views.runs import annotations_view, runs_filters, runs_manage_view, sweeps_view
@@ -63,7 +64,7 @@ def _run_row(r, tags: tuple[str, ...]) -> dict:
 
 
 def _launch_row(p) -> dict:
-    """A launch with no run folder yet, as the table shows it: what its record plans (launcher.planned:
+    """A launch with no run folder yet, as the table shows it: what its record plans (pending_launches.planned:
     the trainer's checks), "—" where it plans nothing that passes them."""
     plan, state = p.planned, sweeps_view.launch_state(p)
     total = plan.total_steps if plan.checked else 0
@@ -86,19 +87,19 @@ def act(action: str, name: str) -> None:
     """Button callback (runs before the script, so a click is never lost to a refresh)."""
     try:
         if action == "stop":
-            pid = launcher.stop(data.runs_dir(), name)
+            pid = process_control.stop(data.runs_dir(), name)
             message = t("runs.stop_asked", name=name, pid=pid)
         elif action == "resume":
-            launcher.resume(data.runs_dir(), name)
+            process_control.resume(data.runs_dir(), name)
             message = t("runs.resuming", name=name)
         elif action == "queue_here":  # checked again as the launch form's values, then signed here
-            launcher.queue_here(data.runs_dir(), name)
+            launch_queue.queue_here(data.runs_dir(), name)
             message = t("runs.queued_here", name=name)
         else:
-            launcher.dismiss(data.runs_dir(), name)
+            process_control.dismiss(data.runs_dir(), name)
             message = t("runs.dismissed", name=name)
         st.session_state["runs_message"] = ("success", message)
-    except (launcher.LaunchError, ValueError) as exc:
+    except (form_checks.LaunchError, ValueError) as exc:
         st.session_state["runs_message"] = ("error", str(exc))
     st.session_state["runs_full_rerun"] = True  # the auto-refresh may need to start or stop
 
@@ -149,7 +150,7 @@ def actions(name: str, runs, pending) -> None:
                 st.dataframe(options, hide_index=True, column_config=ui.column_config(options.columns))
         st.text(t("runs.log"))
         st.code(tail(info.path / "train.log") or t("runs.empty_log"), language=None)
-    output = launcher.launch_log(data.runs_dir(), name)
+    output = launch_records.launch_log(data.runs_dir(), name)
     if output:
         with st.expander(t("runs.trainer_output"), expanded=info is None):
             st.code(output, language=None)
@@ -224,7 +225,7 @@ def mark(listing) -> tuple:
     changed: the shared index looks at the folder at most once a second) and the launch queue
     folder's identity (an entry queued, refused or dismissed: its mtime, one stat)."""
     try:
-        st_ = os.stat(data.runs_dir() / launcher.LAUNCH_DIR)
+        st_ = os.stat(data.runs_dir() / launch_records.LAUNCH_DIR)
         queue = (st_.st_ino, st_.st_mtime_ns, st_.st_nlink, st_.st_size)
     except OSError:
         queue = None
@@ -247,14 +248,14 @@ def any_active(listing, pending) -> bool:
 def render(was_active: bool) -> None:
     """The runs table and the selected run's actions; a fragment refreshed while runs are active."""
     try:
-        launcher.check_key_dir(data.runs_dir())
-        if launcher.start_queued(data.runs_dir()):  # a slot came free: the next queued launch starts
+        check_key_dir(data.runs_dir())
+        if launch_queue.start_queued(data.runs_dir()):  # a slot came free: the next queued launch starts
             st.session_state["runs_full_rerun"] = True
-    except launcher.KeyDirError as exc:  # the queue waits; the runs are still listed
+    except KeyDirError as exc:  # the queue waits; the runs are still listed
         st.error(markup.md(str(exc)))
     listing = data.listing()
     runs = list(listing.runs)
-    pending = launcher.pending(data.runs_dir(), {r.name for r in runs})
+    pending = pending_launches.pending(data.runs_dir(), {r.name for r in runs})
     if st.session_state.pop("runs_full_rerun", False) or (was_active and not any_active(listing, pending)):
         st.rerun(scope="app")  # a run started or ended: redraw with (or without) the timer
     view = view_switch(bool(runs or pending))

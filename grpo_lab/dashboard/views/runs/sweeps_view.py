@@ -3,7 +3,7 @@ its seeds are in each state, and a link to Compare its variants.
 
 A run's sweep and variant come from its config.json; a launch that has no run folder yet (queued,
 or its trainer still starting) has none, so they come from its launch record's command line
-(`--sweep`, `--variant`, as grpo_lab/launching/sweep.py queues them: launcher.planned, which also reads the
+(`--sweep`, `--variant`, as grpo_lab/launching/sweep.py queues them: pending_launches.planned, which also reads the
 steps it plans). Both are text from disk, shown escaped.
 
 Every count here (the row, the table, Compare's line for a sweep) is `count_states` over `members`:
@@ -21,7 +21,7 @@ import streamlit as st
 
 from grpo_lab.dashboard import pages, ui
 from grpo_lab.dashboard.i18n import t
-from grpo_lab.launching import launcher
+from grpo_lab.launching import pending_launches
 from grpo_lab.dashboard.views import markup
 from grpo_lab.rundir.status import STATES
 
@@ -30,7 +30,7 @@ ORDER = ("queued", "queued elsewhere", "launching", *STATES, "failed to start")
 ALWAYS = ("queued", "running", "finished", "failed")  # table columns shown even at 0
 
 
-def launch_state(p: launcher.Pending) -> str:
+def launch_state(p: pending_launches.Pending) -> str:
     """A launch without a run folder, as the Runs table names it ("queued elsewhere": by another
     dashboard over this folder, with another key; it starts there, never here)."""
     if p.elsewhere:
@@ -59,7 +59,7 @@ def summary_line(sweep: str, counts: dict[str, int]) -> str:
 
 def members(runs, pending, runs_dir: Path) -> pd.DataFrame:
     """One row per run or launch that belongs to a sweep: name, sweep, variant, state, step, total.
-    A launch's total is the steps its record plans (launcher.planned), so a variant's total counts
+    A launch's total is the steps its record plans (pending_launches.planned), so a variant's total counts
     its queued seeds too."""
     rows = []
     for r in runs:
