@@ -21,6 +21,7 @@ from typing import Any, get_args, get_type_hints
 import yaml
 
 from grpo_lab.rundir import json_file
+from grpo_lab.trainer.config_error import ConfigError  # noqa: F401 - re-exported: every caller imports it from here
 from grpo_lab.rundir.layout import RUNS_DIR_ENV, SOURCES_KEY, default_runs_dir, valid_run_name
 from grpo_lab.objective.options import (DEFAULT_EPSILON, IMPORTANCE_LEVELS, KL_ESTIMATORS, LOSS_AGGREGATIONS,
                                         MISMATCH_MODES, STD_MODES, LossSettings, clip_range)
@@ -79,10 +80,6 @@ def report_targets(text: str) -> tuple[str, ...] | None:
     if names == ["all"]:  # TRL's "all": every tracker it knows
         return TRACKERS
     return tuple(dict.fromkeys(names)) if all(n in TRACKERS for n in names) else None
-
-
-class ConfigError(ValueError):
-    """A config value is not allowed; the message names the field and what is allowed."""
 
 
 @dataclass(frozen=True)
@@ -692,7 +689,7 @@ def load_config(argv: list[str] | None = None) -> Config:
         values = {**saved, **values}
         sources = {**{k: saved_sources.get(k, "resumed run") for k in saved}, **sources}
     elif values.get("fork_from"):  # a fork: the parent's options under the ones given (trainer/fork.py)
-        from grpo_lab.trainer import fork  # noqa: PLC0415 - it reads this module's Config
+        from grpo_lab.trainer import fork  # noqa: PLC0415 - only a fork reads a parent run
 
         runs_dir = str(values.get("runs_dir") or default_runs_dir())
         parent, parent_sources = fork.parent_values(values, runs_dir)

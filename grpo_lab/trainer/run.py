@@ -34,8 +34,8 @@ from grpo_lab.rundir.writer import RunWriter
 from grpo_lab.trainer import checkpoint, fork
 from grpo_lab.trainer.config import Config, ConfigError, report_targets
 from grpo_lab.trainer.preflight import check_run_dir, claim
-from grpo_lab.trainer.distributed import (Dist, NullStatus, NullWriter, launch, rank_log, resume_latest, save_checkpoint,
-                                 watch_peers, wrap)
+from grpo_lab.trainer.checkpoint import resume_latest, save_checkpoint
+from grpo_lab.trainer.distributed import Dist, NullStatus, NullWriter, launch, rank_log, watch_peers, wrap
 from grpo_lab.trainer.doctor import Doctor, Finding, stops
 from grpo_lab.trainer import outcome
 from grpo_lab.trainer.lens import Trends
@@ -48,6 +48,8 @@ from grpo_lab.trainer.data import build_tasks
 from grpo_lab.trainer.tasks import Task
 from grpo_lab.trainer.setup import build_rewards, dry_run, frozen_copy, make_optimizer
 from grpo_lab.trainer.sft import warm_start
+from grpo_lab.trainer.step_records import combine_across_ranks
+from grpo_lab.trainer.step_result import StepResult, first_notes
 from grpo_lab.trainer.tasks import render
 
 
@@ -245,13 +247,13 @@ def prepare(cfg: Config, d: Dist | None = None, tasks: tuple[Task, Task | None] 
         if cfg.resume or forking:
             if d.writer:
                 checkpoint.remove_partial(paths.checkpoints)
-            done = resume_latest(d, comps, paths.checkpoints)
+            done = resume_latest(d, paths.checkpoints, models=comps.models(), optimizer=optimizer)
             if not done:
                 seed_everything(cfg.seed)
             writer.truncate_after(done)
             first_step = done + 1
             if forking:
-                fork.retune(optimizer, cfg)
+                fork.retune(optimizer, lr=cfg.lr, weight_decay=cfg.weight_decay)
             else:
                 log.info("resuming %s after step %d", cfg.name, done)
         if d.writer:  # report_to: the trackers get what the writer gets (rank 0 alone: it has every rank's rows)
@@ -268,7 +270,7 @@ def prepare(cfg: Config, d: Dist | None = None, tasks: tuple[Task, Task | None] 
     return comps, paths, status, first_step
 
 
-def step_function(algo: str) -> Callable[[Components, int], dict[str, float]]:
+def step_function(algo: str) -> Callable[[Components, int], StepResult]:
     """The algorithm's step: grpo.grpo_step or ppo.ppo_step (imported here: they load torch's models)."""
     if algo == "ppo":
         from grpo_lab.trainer.ppo import ppo_step  # noqa: PLC0415
@@ -385,7 +387,7 @@ def peer_failed(log: logging.Logger, writer: RunWriter | NullWriter, status: Sta
 
 
 def run_steps(comps: Components, paths: RunPaths, status: StatusFile, run: Progress, stop: StopRequested,
-              step_fn: Callable[[Components, int], dict[str, float]], first_step: int) -> None:
+              step_fn: Callable[[Components, int], StepResult], first_step: int) -> None:
     """Steps first_step..max_steps, each recorded and, every checkpoint_every, checkpointed; the loop ends
     early on a stop signal or a doctor's halt (`run.stopping`, `run.halted`), after the same step on
     every process."""
@@ -398,51 +400,52 @@ def run_steps(comps: Components, paths: RunPaths, status: StatusFile, run: Progr
         if run.stopping:  # asked to stop before this step began (e.g. during the warm start)
             run.step = step - 1
             break
-        metrics = one_step(comps, step_fn, step)
-        record_step(comps, status, run, metrics, first=step == first_step)
+        result = one_step(comps, step_fn, step)
+        record_step(comps, status, run, result, first=step == first_step)
+        metrics = result.metrics
         bar.update(1)
         bar.set_postfix(reward=f"{metrics['reward/mean']:.3f}", kl=f"{metrics.get('kl/mean', math.nan):.4f}",
                         refresh=False)
         if step % cfg.checkpoint_every == 0 and step < cfg.max_steps:
             comps.writer.flush()  # the rows up to the checkpoint: a resume truncates to it
-            save_checkpoint(d, comps, paths.checkpoints, step, checkpoint.Retention.of(cfg))
+            save_checkpoint(d, paths.checkpoints, step, models=comps.models(), optimizer=comps.optimizer,
+                            keep=checkpoint.Retention.of(cfg))
         run.stopping, run.halted = d.any(stop, run.halt)  # every process ends after the same step
         if run.stopping or run.halted:
             break
     bar.close()
 
 
-def one_step(comps: Components, step_fn: Callable[[Components, int], dict[str, float]], step: int
-             ) -> dict[str, float]:
-    """One training step's scalars (rank 0: every process's figures combined), the held-out evaluation's
-    when due, and where the step's time went."""
+def one_step(comps: Components, step_fn: Callable[[Components, int], StepResult], step: int) -> StepResult:
+    """One training step's result: its scalars (rank 0: every process's figures combined), the held-out
+    evaluation's when due, and where the step's time went; the rewards' failures (the evaluation's
+    too) and a skipped update's reason, for the doctor."""
     cfg, d = comps.cfg, comps.dist
     d.seed_step(cfg.seed, step)
-    comps.step = step
-    comps.reward_notes.clear()  # filled by scoring: each reward's first failure of this step
-    comps.skipped_update = None  # set by the updates' guard: why this step did not update
-    metrics = d.combine(step_fn(comps, step))
+    result = step_fn(comps, step)
+    metrics, notes = combine_across_ranks(d, result.metrics), result.reward_notes
     if comps.eval_task is not None and eval_due(step, cfg.eval_every, cfg.max_steps):
-        metrics.update(evaluate(comps))
+        evaluated, eval_notes = evaluate(comps, step)
+        metrics.update(evaluated)
+        notes = first_notes(notes, eval_notes)
     metrics.update(comps.timer.scalars())  # where the step went; record_step's flush counts in the next
-    return metrics
+    return StepResult(metrics=metrics, reward_notes=notes, skipped_update=result.skipped_update)
 
 
 # --- per step: the scalars row, the run doctor, status.json ---------------------------------------------
 
 
-def record_step(comps: Components, status: StatusFile, run: Progress, metrics: dict[str, float], *,
-                first: bool) -> None:
+def record_step(comps: Components, status: StatusFile, run: Progress, result: StepResult, *, first: bool) -> None:
     """The step's scalars row, the doctor's findings on it (events; a halt when one reaches --stop-on), the
-    writer's timed flush and status.json's progress."""
-    step, log, writer = run.step, comps.log, comps.writer
+    writer's timed flush and status.json's progress. The lens's figures are added to `result.metrics`."""
+    step, log, writer, metrics = run.step, comps.log, comps.writer, result.metrics
     if first and (unknown := sorted(k for k in metrics if registered_name(k) is None)):
         # the registry names and explains every column (docs, Live panels): a new one goes there first
         log.warning("scalars not in grpo_lab/rundir/metrics.py, written undocumented: %s", ", ".join(unknown))
     metrics.update(run.trends.figures(metrics))  # the reward-hacking lens's figures over the run (trainer/lens.py)
     writer.log("scalars", {"step": [step], "time": [time.time()], "wall_s": [time.time() - run.start],
                            **{k: [float(v)] for k, v in metrics.items()}})
-    found = (run.doctor.check(step, metrics, reward_notes=comps.reward_notes, skipped=comps.skipped_update)
+    found = (run.doctor.check(step, metrics, reward_notes=result.reward_notes, skipped=result.skipped_update)
              if comps.dist.writer else ())
     for finding in found:  # rank 0 has the global figures
         writer.log("events", finding.row())
@@ -474,7 +477,8 @@ def finish(comps: Components, paths: RunPaths, status: StatusFile, run: Progress
                           train_seconds=round(time.time() - run.start, 3))
             log.error("%s", outcome.doctor_stop_line(step, cfg.stop_on, reason))  # the last line, for scripts
         return outcome.DOCTOR_STOPPED
-    save_checkpoint(comps.dist, comps, paths.checkpoints, step, checkpoint.Retention.of(cfg))
+    save_checkpoint(comps.dist, paths.checkpoints, step, models=comps.models(), optimizer=comps.optimizer,
+                    keep=checkpoint.Retention.of(cfg))
     never = None if run.stopping else run.scored.never()  # --stop-on none: trained on, yet nothing ever scored
     state = "stopped" if run.stopping else "failed" if never else "finished"
     status.update(state=state, step=step, train_seconds=round(time.time() - run.start, 3),
