@@ -186,7 +186,7 @@ def save(folder: Path, step: int, models: dict[str, torch.nn.Module | dict], opt
          keep: int | Retention | None = None) -> Path:
     """Write checkpoint `step`; then keep the periodic ones `keep` retains (a number: the newest that
     many). A model or the optimizer may be given as its full state dict (FSDP gathers them:
-    grpo_lab/trainer/distributed.py)."""
+    save_checkpoint below)."""
     folder.mkdir(parents=True, exist_ok=True)
     name = INITIAL if step < 0 else f"step-{step:08d}"
     tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=folder))
