@@ -35,7 +35,7 @@ def timed_run(runs_dir: str, name: str, measure_kl: bool, args: argparse.Namespa
     try:
         steps, refs = [], []
         for step in range(1, args.steps + 2):
-            metrics = grpo_step(comps, step)
+            metrics = grpo_step(comps, step).metrics
             metrics.update(comps.timer.scalars())  # time/* per phase, as the run loop adds them
             if step > 1:
                 steps.append(metrics["time/step_s"])

@@ -61,7 +61,7 @@ def main() -> None:
     rows = []
     for step in range(1, args.steps + 1):
         cpu = time.process_time()
-        m = grpo_step(comps, step)
+        m = grpo_step(comps, step).metrics
         m.update(comps.timer.scalars())  # time/* per phase, as the run loop adds them
         cpu = time.process_time() - cpu
         tokens = m["perf/tokens_per_s"] * m["time/step_s"]

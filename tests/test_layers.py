@@ -89,3 +89,84 @@ def test_the_tests_mirror_the_package():
     top = sorted(p.name for p in tests.glob("test_*.py"))
     assert top == ["test_bench_gpu_vs_trl.py", "test_bench_sweep_stats.py", "test_doctests.py", "test_layers.py",
                    "test_package.py"], f"move these into their layer's folder: {top}"
+
+
+# --- no import cycles -------------------------------------------------------------------------------
+
+
+def modules_in(package: Path) -> dict[str, Path]:
+    """Every module under `package` by its dotted name (a package by its __init__.py)."""
+    out = {}
+    for path in sorted(package.rglob("*.py")):
+        parts = path.relative_to(package.parent).with_suffix("").parts
+        out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return out
+
+
+def module_imports(path: Path, known: dict[str, Path]) -> set[str]:
+    """The modules of `known` that `path` imports, as `imports` reads statements (function-level and
+    TYPE_CHECKING ones too): `from a.b import c` names module a.b.c when that is one, else a.b."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out |= {f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in known else node.module
+                    for a in node.names}
+        elif isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+    return out & set(known)
+
+
+def import_cycles(package: Path) -> list[list[str]]:
+    """The import cycles in `package`: its modules' strongly connected components of more than one
+    module (Tarjan's algorithm over the graph of `module_imports`), each sorted.
+
+    Importing a.b.c also runs a/__init__.py and a/b/__init__.py; those implied edges are left out, as
+    a package's __init__ re-exporting its modules would otherwise make every package a cycle. A module's
+    import of its own package (`from grpo_lab import rewards`) is an edge like any other."""
+    known = modules_in(package)
+    graph = {name: sorted(module_imports(path, known) - {name}) for name, path in known.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in graph[node]:
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:  # node is the root of a component: it is what remains above it
+            component = stack[stack.index(node):]
+            del stack[stack.index(node):]
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for name in graph:
+        if name not in index:
+            visit(name)
+    return found
+
+
+def test_no_import_cycle_is_left():
+    """Two modules that import each other (directly or around a ring) cannot each be read, or loaded,
+    without the other: move the function to the module that owns it."""
+    cycles = import_cycles(PACKAGE)
+    assert cycles == [], "import cycles: " + "; ".join(" <-> ".join(c) for c in cycles)
+
+
+def test_the_check_sees_a_planted_cycle(tmp_path):
+    """The scan itself: a function-level import back closes a cycle, and `from pkg import module` is an
+    edge to that module."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from pkg import b\n")
+    (package / "b.py").write_text("def f():\n    from pkg.a import thing\n")
+    (package / "c.py").write_text("import pkg.a\n")  # into the cycle, not part of it
+    assert import_cycles(package) == [["pkg.a", "pkg.b"]]
+    (package / "b.py").write_text("def f():\n    return 1\n")
+    assert import_cycles(package) == []

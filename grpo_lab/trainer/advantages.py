@@ -17,7 +17,7 @@ import torch
 from grpo_lab.objective.functions import GroupAdvantages, gae, group_advantages, kl_per_token, whiten
 from grpo_lab.trainer.batch import Batch
 
-if TYPE_CHECKING:  # the types alone: components.py is built by setup.py
+if TYPE_CHECKING:  # the types alone: Components is built by run.py's prepare
     from grpo_lab.trainer.components import Components
     from grpo_lab.trainer.distributed import Dist
 

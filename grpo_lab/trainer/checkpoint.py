@@ -29,6 +29,7 @@ from safetensors.torch import load_model, save_file, save_model
 
 from grpo_lab.rundir.layout import read_json, write_json_atomic
 from grpo_lab.trainer.config import ConfigError
+from grpo_lab.trainer.distributed import Dist, on_cpu
 
 INITIAL = "initial"  # the policy as RL started (after any warm start): the frozen reference
 RNG_FORMAT = 2  # rng.pt: tensors and numbers (1, unnamed in the file: python's and numpy's own objects)
@@ -185,7 +186,7 @@ def save(folder: Path, step: int, models: dict[str, torch.nn.Module | dict], opt
          keep: int | Retention | None = None) -> Path:
     """Write checkpoint `step`; then keep the periodic ones `keep` retains (a number: the newest that
     many). A model or the optimizer may be given as its full state dict (FSDP gathers them:
-    grpo_lab/trainer/distributed.py)."""
+    save_checkpoint below)."""
     folder.mkdir(parents=True, exist_ok=True)
     name = INITIAL if step < 0 else f"step-{step:08d}"
     tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=folder))
@@ -250,3 +251,89 @@ def load(path: Path, models: dict[str, torch.nn.Module], optimizer=None) -> int:
         optimizer.load_state_dict(load_data(path / "optimizer.pt"))
         set_rng_state(load_rng(path / "rng.pt"))
     return int(read_json(path / "meta.json")["step"])
+
+
+# --- several processes: the whole state saved by rank 0, restored on every rank -------------------------
+
+
+def save_checkpoint(d: Dist, folder: Path, step: int, *, models: dict[str, torch.nn.Module],
+                    optimizer: torch.optim.Optimizer, keep: int | Retention | None = None) -> None:
+    """One process: `save`. ddp: rank 0 saves its replica. fsdp: every rank gives its shards, rank 0
+    saves the whole weights and optimizer state in the same files and format, so any world size and
+    strategy can resume it. `models`: the trained models by file name (Components.models)."""
+    if d.strategy != "fsdp" or not d.active:
+        if d.writer:
+            save(folder, step, models, optimizer, keep)
+        return
+    from torch.distributed.checkpoint.state_dict import (  # noqa: PLC0415
+        StateDictOptions, get_model_state_dict, get_optimizer_state_dict)
+
+    options = StateDictOptions(full_state_dict=True, cpu_offload=True)
+    weights = {key: _untied(m, get_model_state_dict(m, options=options)) for key, m in models.items()}
+    optim = get_optimizer_state_dict(torch.nn.ModuleDict(models), optimizer, options=options)
+    if d.writer:
+        save(folder, step, weights, _indexed_optimizer_state(optim), keep)
+
+
+def resume_latest(d: Dist, folder: Path, *, models: dict[str, torch.nn.Module],
+                  optimizer: torch.optim.Optimizer) -> int:
+    """Restore the newest checkpoint in `folder` on every process; its step (0: none yet).
+
+    Rank 0 reads it and sends it to the others, so only rank 0's machine needs the runs folder.
+    ddp: rank 0 loads, then its weights and optimizer state are broadcast; fsdp: rank 0 reads the
+    whole state dicts and every rank keeps its shards of them (broadcast_from_rank0)."""
+    newest = d.broadcast(latest(folder) if d.writer else None)
+    if newest is None:
+        return 0
+    if not d.active:
+        return load(newest, models, optimizer)
+    if d.strategy == "ddp":
+        step = load(newest, models, optimizer) if d.writer else 0
+        for model in models.values():
+            d.sync_weights(model)
+        state = d.broadcast(on_cpu(optimizer.state_dict()) if d.writer else None)
+        if not d.writer:
+            optimizer.load_state_dict(state)
+        return d.broadcast(step)
+    from safetensors.torch import load_file  # noqa: PLC0415
+    from torch.distributed.checkpoint.state_dict import (  # noqa: PLC0415
+        StateDictOptions, set_model_state_dict, set_optimizer_state_dict)
+
+    # tied weights are stored once (strict off); the other ranks pass empty dicts and receive theirs
+    options = StateDictOptions(full_state_dict=True, broadcast_from_rank0=True, strict=False)
+    for key, model in models.items():
+        set_model_state_dict(model, load_file(str(newest / f"{key}.safetensors")) if d.writer else {},
+                             options=options)
+    if d.broadcast((newest / "optimizer.pt").is_file() if d.writer else None):
+        state = torch.load(newest / "optimizer.pt", weights_only=True) if d.writer else None
+        set_optimizer_state_dict(torch.nn.ModuleDict(models), optimizer,
+                                 _named_optimizer_state(state, optimizer, models) if d.writer else {},
+                                 options=options)
+    return d.broadcast(int(read_json(newest / "meta.json")["step"]) if d.writer else None)
+
+
+def _untied(model: torch.nn.Module, state: dict) -> dict:
+    """The state dict less the second name of a tied weight (as save_model stores it, so that
+    load_model, which refuses both names, reads it)."""
+    every = {name for name, _ in model.named_parameters(remove_duplicate=False)}
+    once = {name for name, _ in model.named_parameters()}
+    return {k: v for k, v in state.items() if k not in every - once}
+
+
+def _indexed_optimizer_state(named: dict) -> dict:
+    """A full optimizer state keyed by parameter name (torch.distributed.checkpoint's form) in
+    optimizer.state_dict()'s form: parameters numbered in param-group order."""
+    index: dict[str, int] = {}
+    groups = []
+    for group in named["param_groups"]:
+        ids = [index.setdefault(name, len(index)) for name in group["params"]]
+        groups.append({**group, "params": ids})
+    return {"state": {index[name]: s for name, s in named["state"].items()}, "param_groups": groups}
+
+
+def _named_optimizer_state(indexed: dict, optimizer, models: dict) -> dict:
+    """The reverse of _indexed_optimizer_state, for this optimizer's parameters."""
+    names = {id(p): name for name, p in torch.nn.ModuleDict(models).named_parameters()}
+    order = [names[id(p)] for group in optimizer.param_groups for p in group["params"]]
+    groups = [{**g, "params": [order[i] for i in g["params"]]} for g in indexed["param_groups"]]
+    return {"state": {order[i]: s for i, s in indexed["state"].items()}, "param_groups": groups}

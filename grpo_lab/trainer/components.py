@@ -1,7 +1,10 @@
-"""Everything a step reads and writes, built once by setup.py: models, optimizer, task, rewards, writer.
+"""Everything a step reads and writes, built once by run.py's `prepare` (from the pieces setup.py makes):
+models, optimizer, task, rewards, writer.
 
 Its own module so that every stage of the step (sampling.py, scoring.py, advantages.py, logprobs.py,
-updates.py, records.py) can name the type without importing setup.py, which builds it.
+records.py) can name the type without importing run.py, which builds it. What a step finds out (its
+scalars, the rewards' failures, a skipped update) is not written here: the step returns it
+(step_result.StepResult).
 """
 
 from __future__ import annotations
@@ -38,11 +41,6 @@ class Components:
     eval_task: Task | None = None  # held-out prompts (eval_every > 0)
     lock: RunLock | None = None  # held while this process writes the run (rundir.layout.RunLock)
     timer: PhaseTimer = field(default_factory=PhaseTimer)  # seconds per phase of the current step
-    step: int = 0  # the step being trained (run.py sets it): the evaluation's trainer_state reads it
-    reward_notes: dict[str, str] = field(default_factory=dict)  # this step's first failure per reward (doctor)
-    # why this step's update was skipped (updates.py's guard: a non-finite reward, advantage or loss); the doctor
-    # reports it as a critical finding. None: the step updated (or had nothing to train on)
-    skipped_update: str | None = None
     extra_kinds: dict[str, str] = field(default_factory=dict)  # log_extra column -> "number" or "text" (records)
     dist: Dist = field(default_factory=Dist)  # this process's place among several (grpo_lab/trainer/distributed.py)
     stop_requested: Callable[[], bool] = lambda: False  # a stop signal arrived (run.py's StopRequested)

@@ -21,6 +21,7 @@ from typing import Any, get_args, get_type_hints
 import yaml
 
 from grpo_lab.rundir import json_file
+from grpo_lab.trainer.config_error import ConfigError  # noqa: F401 - re-exported: every caller imports it from here
 from grpo_lab.rundir.layout import RUNS_DIR_ENV, SOURCES_KEY, default_runs_dir, valid_run_name
 from grpo_lab.objective.options import (DEFAULT_EPSILON, IMPORTANCE_LEVELS, KL_ESTIMATORS, LOSS_AGGREGATIONS,
                                         MISMATCH_MODES, STD_MODES, LossSettings, clip_range)
@@ -79,10 +80,6 @@ def report_targets(text: str) -> tuple[str, ...] | None:
     if names == ["all"]:  # TRL's "all": every tracker it knows
         return TRACKERS
     return tuple(dict.fromkeys(names)) if all(n in TRACKERS for n in names) else None
-
-
-class ConfigError(ValueError):
-    """A config value is not allowed; the message names the field and what is allowed."""
 
 
 @dataclass(frozen=True)
@@ -290,17 +287,34 @@ class Config:
                           "(pip install -r requirements-trackers.txt).")
 
     def validate(self, world: int | None = None) -> "Config":
-        """Every option checked once; `world` is the number of processes that will train (default:
-        the launcher's WORLD_SIZE; the dashboard passes the count it is about to start)."""
-        def need(ok: bool, name: str, allowed: str) -> None:
-            if not ok:
-                raise ConfigError(f"{name}: {allowed}, got {shown(getattr(self, name))}")
+        """Every option checked once, the first refusal raised; `world` is the number of processes that will
+        train (default: the launcher's WORLD_SIZE; the dashboard passes the count it is about to start)."""
+        self._check_numbers()
+        self._check_names_and_data()
+        self._check_sizes_and_objective()
+        self._check_tools_and_trackers()
+        self._check_processes(launched_world_size() if world is None else world)
+        self._check_checkpoints_and_fork()
+        self._check_rewards()
+        self._check_magnitudes_and_choices()
+        return self
 
-        hints = get_type_hints(Config)
-        for f in dataclasses.fields(self):  # NaN slips through "x >= 0"-style checks: refuse it (and inf) first
+    def _need(self, ok: bool, name: str, allowed: str) -> None:
+        """Unless `ok`: ConfigError naming option `name`, what it allows and the value it has."""
+        if not ok:
+            raise ConfigError(f"{name}: {allowed}, got {shown(getattr(self, name))}")
+
+    def _check_numbers(self) -> None:
+        """NaN slips through "x >= 0"-style checks: refuse it (and inf) first, then each field's bounds."""
+        need = self._need
+        for f in dataclasses.fields(self):
             value, bounds = getattr(self, f.name), f.metadata.get("bounds")
             need(not isinstance(value, float) or math.isfinite(value), f.name, "must be a finite number")
             need(bounds is None or value is None or value in bounds, f.name, str(bounds))  # None: unset, optional
+
+    def _check_names_and_data(self) -> None:
+        """The run's name and labels, the device, and where the prompts (and held-out ones) come from."""
+        need = self._need
         need(valid_run_name(self.name), "name",
              "must be 1-100 of letters, digits, '.', '_', '-', start with a letter or digit, no '/' or '..'")
         need(self.sweep == "" or valid_run_name(self.sweep), "sweep",
@@ -318,6 +332,10 @@ class Config:
              "give eval_split or eval_fraction, not both")
         need(self.eval_every == 0 or bool(self.eval_split or self.eval_fraction), "eval_every",
              "needs held-out prompts: set eval_split or eval_fraction")
+
+    def _check_sizes_and_objective(self) -> None:
+        """A step's size, and the GRPO options PPO must leave at their defaults."""
+        need = self._need
         need(self.group_size >= (1 if self.algo == "ppo" else 2), "group_size",
              "must be >= 2 (a group needs a spread to compare against; PPO alone allows 1)")
         need(self.prompts_per_step * self.group_size <= MAX_COMPLETIONS, "prompts_per_step",
@@ -328,6 +346,10 @@ class Config:
             value = getattr(self, name)
             need(self.algo == "grpo" or value in (off if isinstance(off, tuple) else (off,)), name,
                  "is a GRPO option; with algo ppo leave it at its default")
+
+    def _check_tools_and_trackers(self) -> None:
+        """Tools and environment by name, the room a tool call needs, and the trackers reported to."""
+        need = self._need
         spec = r"[A-Za-z_][\w.]*:[A-Za-z_]\w*"
         need(all(t.strip() in BUILTIN_TOOLS or re.fullmatch(spec, t.strip()) for t in self.tools.split(",")
                  ) if self.tools else True, "tools",
@@ -339,36 +361,50 @@ class Config:
              "must be at least 18 for big_arithmetic with tools (room for 'calc 999+999=1998' and EOS)")
         need(report_targets(self.report_to) is not None, "report_to",
              f"must be none or a comma list of {', '.join(TRACKERS)}")
-        world = launched_world_size() if world is None else world
-        if world > 1:  # launched on several processes: what that needs, and what is one-process only for now
-            need(self.prompts_per_step % world == 0, "prompts_per_step",
-                 f"must be divisible by the number of processes ({world}), so each takes whole groups")
-            need(self.algo == "grpo", "algo", "ppo runs on one process only for now; launch it without torchrun")
-            need(not self.dynamic_sampling, "dynamic_sampling", "runs on one process only for now")
-            need(self.device in ("auto", "cpu", "cuda"), "device",
-                 "with several processes must be auto, cpu or cuda (each process takes cuda:LOCAL_RANK)")
-            need(self.strategy == "ddp" or not (self.tools or self.environment), "tools",
-                 "with strategy fsdp are not supported (processes must run the same forwards); use ddp")
-            need(self.strategy == "ddp" or self.lora_r == 0, "strategy",
-                 "fsdp with LoRA (lora_r > 0) is not supported; use ddp")
+
+    def _check_processes(self, world: int) -> None:
+        """Launched on several processes (`world` > 1): what that needs, and what is one-process only for now."""
+        if world <= 1:
+            return
+        need = self._need
+        need(self.prompts_per_step % world == 0, "prompts_per_step",
+             f"must be divisible by the number of processes ({world}), so each takes whole groups")
+        need(self.algo == "grpo", "algo", "ppo runs on one process only for now; launch it without torchrun")
+        need(not self.dynamic_sampling, "dynamic_sampling", "runs on one process only for now")
+        need(self.device in ("auto", "cpu", "cuda"), "device",
+             "with several processes must be auto, cpu or cuda (each process takes cuda:LOCAL_RANK)")
+        need(self.strategy == "ddp" or not (self.tools or self.environment), "tools",
+             "with strategy fsdp are not supported (processes must run the same forwards); use ddp")
+        need(self.strategy == "ddp" or self.lora_r == 0, "strategy",
+             "fsdp with LoRA (lora_r > 0) is not supported; use ddp")
+
+    def _check_checkpoints_and_fork(self) -> None:
+        need = self._need
         need(self.keep_every % self.checkpoint_every == 0, "keep_every",
              f"must be a multiple of checkpoint_every ({self.checkpoint_every}): only those steps get a checkpoint")
         need(bool(self.fork_from) == (self.fork_step > 0), "fork_step" if self.fork_from else "fork_from",
              "--fork-from and --fork-step go together (a step >= 1 with a run to fork)")
         need(not self.fork_from or self.max_steps > self.fork_step, "max_steps",
              f"must be greater than the fork step ({self.fork_step}): a fork trains the steps after it")
+
+    def _check_rewards(self) -> None:
         # none with an environment: its class's get_reward may be the reward (TRL's; checked when it loads)
-        need((bool(self.rewards) or bool(self.environment))
-             and all(isinstance(w, (int, float)) and math.isfinite(w) and abs(w) <= 1e6 for w in self.rewards.values()),
-             "rewards", "must name at least one reward (or an environment whose get_reward scores), each with a "
-             "finite weight of at most 1e6 in size")
+        self._need((bool(self.rewards) or bool(self.environment))
+                   and all(isinstance(w, (int, float)) and math.isfinite(w) and abs(w) <= 1e6
+                           for w in self.rewards.values()),
+                   "rewards", "must name at least one reward (or an environment whose get_reward scores), each "
+                   "with a finite weight of at most 1e6 in size")
+
+    def _check_magnitudes_and_choices(self) -> None:
+        """Last, over every field: a float's size, and a value among the field's choices."""
+        hints = get_type_hints(Config)
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            need("float" not in str(hints[f.name]) or value is None or abs(value) <= 1e9, f.name,
-                 "must be at most 1e9 in size")
+            self._need("float" not in str(hints[f.name]) or value is None or abs(value) <= 1e9, f.name,
+                       "must be at most 1e9 in size")
             choices = f.metadata.get("choices")
-            need(choices is None or getattr(self, f.name) in choices, f.name, f"must be one of {', '.join(choices or ())}")
-        return self
+            self._need(choices is None or getattr(self, f.name) in choices, f.name,
+                       f"must be one of {', '.join(choices or ())}")
 
     def __post_init__(self) -> None:
         self.sources: dict[str, str] = {}  # where each value came from (from_dict fills it); not an option
@@ -495,7 +531,7 @@ def bounded(value: Any, what: str, max_depth: int = MAX_VALUE_DEPTH, max_nodes: 
     >>> bounded([[[1]]], "x", max_depth=2)
     Traceback (most recent call last):
     ...
-    grpo_lab.trainer.config.ConfigError: x: nested deeper than 2 levels
+    grpo_lab.trainer.config_error.ConfigError: x: nested deeper than 2 levels
     """
     stack, nodes = [(value, 0)], 0
     while stack:
@@ -521,7 +557,7 @@ def typed_value(name: str, value: Any) -> Any:
     >>> typed_value("max_steps", True)
     Traceback (most recent call last):
     ...
-    grpo_lab.trainer.config.ConfigError: max_steps: must be an integer, got True
+    grpo_lab.trainer.config_error.ConfigError: max_steps: must be an integer, got True
     """
     hints = get_type_hints(Config)
     if name not in hints:
@@ -692,7 +728,7 @@ def load_config(argv: list[str] | None = None) -> Config:
         values = {**saved, **values}
         sources = {**{k: saved_sources.get(k, "resumed run") for k in saved}, **sources}
     elif values.get("fork_from"):  # a fork: the parent's options under the ones given (trainer/fork.py)
-        from grpo_lab.trainer import fork  # noqa: PLC0415 - it reads this module's Config
+        from grpo_lab.trainer import fork  # noqa: PLC0415 - only a fork reads a parent run
 
         runs_dir = str(values.get("runs_dir") or default_runs_dir())
         parent, parent_sources = fork.parent_values(values, runs_dir)

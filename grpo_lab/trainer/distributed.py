@@ -17,6 +17,9 @@ launcher (WORLD_SIZE > 1 in the environment) every process runs the same loop on
   each logged figure over all of them; group r * groups_per_rank + g is rank r's local group g.
   Timings (time/*) are rank 0's; each rank's generation and update seconds travel with the same
   gather, and rank 0 also logs the slowest and the mean rank (time/generation_s_max, ..._mean).
+  What is gathered, and how rank 0 merges each piece, is step_records.py's; this module only moves
+  picklable objects (Dist.gather_object, Dist.broadcast). Checkpoints of sharded or replicated models:
+  checkpoint.save_checkpoint and checkpoint.resume_latest.
 - Randomness: sampling on rank r at step s draws from a seed of (seed, r, s), so processes sample
   differently and a resumed run samples as the uninterrupted one did.
 - Shutdown: every step ends with an all-reduce of the stop flags, so a SIGTERM one process sees
@@ -44,16 +47,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from grpo_lab.rundir.layout import read_json
-from grpo_lab.rundir.metrics import named
-from grpo_lab.trainer import checkpoint
 from grpo_lab.trainer.config import Config, ConfigError, launched_world_size
-from grpo_lab.trainer.batch import concat_batches
-from grpo_lab.trainer.updates import LastPass, TokenStats
-
-# Figures a step function adds to step_scalars' per rank; combined across ranks by rank 0.
-ACROSS_RANKS = {named("groups/kept"): sum, named("groups/dropped"): sum, named("groups/sampling_rounds"): max,
-                named("loss/entropy_bonus"): lambda values: sum(values) / len(values)}
 # How gloo / NCCL word a collective whose peer process is gone
 PEER_LOST = ("Connection closed by peer", "Connection reset by peer", "Broken pipe", "DistBackendError",
              "NCCL communicator was aborted", "Read error")
@@ -142,31 +136,7 @@ class Dist:
             for tensor in model.state_dict().values():
                 dist.broadcast(tensor, src=0)
 
-    # --- gathering a step to rank 0 ------------------------------------------------------------
-
-    def gather_step(self, **pieces: Any) -> dict[str, Any]:
-        """Every rank's pieces of one step, merged on rank 0 into the global batch's (in rank
-        order, so completion i of the merge answers global group i // G); other ranks get theirs
-        back unchanged. Pieces: batch, stats, last, advantages, per_token, frac_zero_std,
-        policy_losses, losses, rank_seconds (see MERGE)."""
-        if not self.active:
-            return pieces
-        parts = [None] * self.world_size if self.writer else None
-        dist.gather_object(_cpu(pieces), parts, dst=0)
-        if not self.writer:
-            return pieces
-        return {name: MERGE[name]([p[name] for p in parts]) for name in pieces}
-
-    def combine(self, metrics: dict[str, float]) -> dict[str, float]:
-        """Rank 0's metrics with the ACROSS_RANKS figures combined over every rank."""
-        if not self.active:
-            return metrics
-        mine = {k: v for k, v in metrics.items() if k in ACROSS_RANKS}
-        parts = [None] * self.world_size if self.writer else None
-        dist.gather_object(mine, parts, dst=0)
-        if not self.writer:
-            return metrics
-        return {**metrics, **{k: ACROSS_RANKS[k]([p[k] for p in parts if k in p]) for k in mine}}
+    # --- moving objects between ranks ---------------------------------------------------------------
 
     def broadcast(self, obj: Any) -> Any:
         """Rank 0's `obj` on every rank."""
@@ -366,152 +336,17 @@ def rank_log(rank: int) -> logging.Logger:
     return log
 
 
-# --- checkpoints ---------------------------------------------------------------------------------
+# --- what travels between ranks -----------------------------------------------------------------
 
 
-def save_checkpoint(d: Dist, c, folder, step: int, keep: int | checkpoint.Retention | None = None) -> None:
-    """One process: checkpoint.save. ddp: rank 0 saves its replica. fsdp: every rank gives its
-    shards, rank 0 saves the whole weights and optimizer state in the same files and format, so
-    any world size and strategy can resume it."""
-    if d.strategy != "fsdp" or not d.active:
-        if d.writer:
-            checkpoint.save(folder, step, c.models(), c.optimizer, keep)
-        return
-    from torch.distributed.checkpoint.state_dict import (  # noqa: PLC0415
-        StateDictOptions, get_model_state_dict, get_optimizer_state_dict)
-
-    options = StateDictOptions(full_state_dict=True, cpu_offload=True)
-    models = c.models()
-    weights = {key: _untied(m, get_model_state_dict(m, options=options)) for key, m in models.items()}
-    optim = get_optimizer_state_dict(torch.nn.ModuleDict(models), c.optimizer, options=options)
-    if d.writer:
-        checkpoint.save(folder, step, weights, _indexed_optimizer_state(optim), keep)
-
-
-def resume_latest(d: Dist, c, folder) -> int:
-    """Restore the newest checkpoint in `folder` on every process; its step (0: none yet).
-
-    Rank 0 reads it and sends it to the others, so only rank 0's machine needs the runs folder.
-    ddp: rank 0 loads, then its weights and optimizer state are broadcast; fsdp: rank 0 reads the
-    whole state dicts and every rank keeps its shards of them (broadcast_from_rank0)."""
-    latest = d.broadcast(checkpoint.latest(folder) if d.writer else None)
-    if latest is None:
-        return 0
-    if not d.active:
-        return checkpoint.load(latest, c.models(), c.optimizer)
-    if d.strategy == "ddp":
-        step = checkpoint.load(latest, c.models(), c.optimizer) if d.writer else 0
-        for model in c.models().values():
-            d.sync_weights(model)
-        state = d.broadcast(_cpu(c.optimizer.state_dict()) if d.writer else None)
-        if not d.writer:
-            c.optimizer.load_state_dict(state)
-        return d.broadcast(step)
-    from safetensors.torch import load_file  # noqa: PLC0415
-    from torch.distributed.checkpoint.state_dict import (  # noqa: PLC0415
-        StateDictOptions, set_model_state_dict, set_optimizer_state_dict)
-
-    # tied weights are stored once (strict off); the other ranks pass empty dicts and receive theirs
-    options = StateDictOptions(full_state_dict=True, broadcast_from_rank0=True, strict=False)
-    models = c.models()
-    for key, model in models.items():
-        set_model_state_dict(model, load_file(str(latest / f"{key}.safetensors")) if d.writer else {},
-                             options=options)
-    if d.broadcast((latest / "optimizer.pt").is_file() if d.writer else None):
-        state = torch.load(latest / "optimizer.pt", weights_only=True) if d.writer else None
-        set_optimizer_state_dict(torch.nn.ModuleDict(models), c.optimizer,
-                                 _named_optimizer_state(state, c.optimizer, models) if d.writer else {},
-                                 options=options)
-    return d.broadcast(int(read_json(latest / "meta.json")["step"]) if d.writer else None)
-
-
-def _untied(model: torch.nn.Module, state: dict) -> dict:
-    """The state dict less the second name of a tied weight (as save_model stores it, so that
-    load_model, which refuses both names, reads it)."""
-    every = {name for name, _ in model.named_parameters(remove_duplicate=False)}
-    once = {name for name, _ in model.named_parameters()}
-    return {k: v for k, v in state.items() if k not in every - once}
-
-
-def _indexed_optimizer_state(named: dict) -> dict:
-    """A full optimizer state keyed by parameter name (torch.distributed.checkpoint's form) in
-    optimizer.state_dict()'s form: parameters numbered in param-group order."""
-    index: dict[str, int] = {}
-    groups = []
-    for group in named["param_groups"]:
-        ids = [index.setdefault(name, len(index)) for name in group["params"]]
-        groups.append({**group, "params": ids})
-    return {"state": {index[name]: s for name, s in named["state"].items()}, "param_groups": groups}
-
-
-def _named_optimizer_state(indexed: dict, optimizer, models: dict) -> dict:
-    """The reverse of _indexed_optimizer_state, for this optimizer's parameters."""
-    names = {id(p): name for name, p in torch.nn.ModuleDict(models).named_parameters()}
-    order = [names[id(p)] for group in optimizer.param_groups for p in group["params"]]
-    groups = [{**g, "params": [order[i] for i in g["params"]]} for g in indexed["param_groups"]]
-    return {"state": {order[i]: s for i, s in indexed["state"].items()}, "param_groups": groups}
-
-
-# --- merging the ranks' pieces of a step (rank 0) ---------------------------------------------------
-
-
-def _cpu(x: Any) -> Any:
+def on_cpu(x: Any) -> Any:
     """Tensors moved to the CPU, through dataclasses, dicts and lists (what gather_object pickles)."""
     if isinstance(x, torch.Tensor):
         return x.detach().cpu()
     if dataclasses.is_dataclass(x) and not isinstance(x, type):
-        return dataclasses.replace(x, **{f.name: _cpu(getattr(x, f.name)) for f in dataclasses.fields(x) if f.init})
+        return dataclasses.replace(x, **{f.name: on_cpu(getattr(x, f.name)) for f in dataclasses.fields(x) if f.init})
     if isinstance(x, dict):
-        return {k: _cpu(v) for k, v in x.items()}
+        return {k: on_cpu(v) for k, v in x.items()}
     if isinstance(x, list):
-        return [_cpu(v) for v in x]
+        return [on_cpu(v) for v in x]
     return x
-
-
-def _pad_cat(tensors: list[torch.Tensor], value: Any) -> torch.Tensor:
-    """(B_r, T_r) tensors right-padded to the widest, stacked in rank order; (B_r,) ones stacked."""
-    if tensors[0].dim() == 1:
-        return torch.cat(tensors)
-    width = max(t.shape[1] for t in tensors)
-    return torch.cat([torch.nn.functional.pad(t, (0, width - t.shape[1]), value=value) for t in tensors])
-
-
-def _merge_batches(parts: list) -> Any:
-    merged = concat_batches(parts, pad_id=0)
-    # the ranks sampled side by side: the step waited for the slowest (the logged slowest and mean
-    # rank, time/generation_s_max and _mean, come from each rank's timer: MERGE["rank_seconds"])
-    rollout = dataclasses.replace(merged.rollout, generation_s=max(p.rollout.generation_s for p in parts))
-    # concat_batches pads a narrower rank's per-token figures with NaN, where one process's forward
-    # has numbers; the entropy is averaged as (entropy * mask): its padding must be a number
-    entropy = torch.where(merged.mask.bool(), merged.entropy, torch.zeros_like(merged.entropy))
-    return dataclasses.replace(merged, rollout=rollout, entropy=entropy)
-
-
-def _merge_stats(parts: list[TokenStats]) -> TokenStats:
-    return TokenStats(ratios=[r for p in parts for r in p.ratios], kls=[k for p in parts for k in p.kls],
-                      clipped_low=sum(p.clipped_low for p in parts), clipped_high=sum(p.clipped_high for p in parts),
-                      tokens=sum(p.tokens for p in parts))
-
-
-def _merge_last(parts: list[LastPass]) -> LastPass:
-    return LastPass(**{f.name: _pad_cat([getattr(p, f.name) for p in parts], False if f.name.startswith("clipped")
-                                        else 0.0) for f in dataclasses.fields(LastPass)})
-
-
-def _mean_per_update(parts: list[list[float]]) -> list[float]:
-    """Update i's figure averaged over ranks (each rank scaled its own: see Dist.loss_scale)."""
-    return [sum(values) / len(values) for values in zip(*parts)]
-
-
-MERGE = {
-    "batch": _merge_batches,
-    "stats": _merge_stats,
-    "last": _merge_last,
-    "advantages": torch.cat,
-    "per_token": lambda parts: {k: _pad_cat([p[k] for p in parts], 0.0) for k in parts[0]},
-    "frac_zero_std": lambda parts: sum(parts) / len(parts),  # each rank has the same number of groups
-    "policy_losses": _mean_per_update,
-    "losses": _mean_per_update,
-    # timing.rank_seconds: {phase: [seconds]} per rank -> {phase: [rank 0's, rank 1's, ...]}
-    "rank_seconds": lambda parts: {k: [v for p in parts for v in p[k]] for k in parts[0]},
-}

@@ -147,8 +147,9 @@ class Doctor:
 
     def check(self, step: int, metrics: dict[str, float], reward_notes: dict[str, str] | None = None,
               skipped: str | None = None) -> list[Finding]:
-        """reward_notes: each reward's first failure message of this step (trainer/scoring.py); skipped:
-        why the step's update was skipped (trainer/updates.py's guard), None when it was not."""
+        """reward_notes: each reward's first failure message of this step; skipped: why the step's update
+        was skipped (trainer/updates.py's guard), None when it was not. Both as the step returned them
+        (trainer/step_result.py's StepResult)."""
         self.history.append(metrics)
         now = self._conditions(metrics, reward_notes or {}, skipped)
         found = [Finding(step, kind, severity, message, suggestion)

@@ -15,8 +15,9 @@ from grpo_lab.objective.functions import group_advantages
 from grpo_lab.trainer.batch import Batch, concat_batches, join_scores
 from grpo_lab.trainer.sampling import sample_groups
 from grpo_lab.trainer.scoring import score
+from grpo_lab.trainer.step_result import first_notes
 
-if TYPE_CHECKING:  # the type alone: components.py is built by setup.py
+if TYPE_CHECKING:  # the type alone: Components is built by run.py's prepare
     from grpo_lab.trainer.components import Components
 
 
@@ -64,7 +65,9 @@ def collect_with_signal(c: Components, step: int) -> DynamicBatch:
     pad_id = c.tokenizer.pad_token_id or 0
     kept_batch, dropped_batch = concat_batches(kept, pad_id), concat_batches(dropped, pad_id)
     sampled = concat_batches([kept_batch, dropped_batch], pad_id)
-    # failures and logged metrics counted per round: once each, wherever its group went
+    # failures and logged metrics counted per round: once each, wherever its group went; each reward's
+    # first failure message is the earliest round's (as the doctor reports it)
     logged = join_scores(rounds_scores, [len(s.total) for s in rounds_scores]).logged
-    sampled = replace(sampled, scores=replace(sampled.scores, errors=errors, logged=logged))
+    notes = first_notes(*(s.first_error for s in rounds_scores))
+    sampled = replace(sampled, scores=replace(sampled.scores, errors=errors, logged=logged, first_error=notes))
     return DynamicBatch(kept=kept_batch, dropped=dropped_batch, sampled=sampled, rounds=rounds)

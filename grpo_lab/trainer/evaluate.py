@@ -20,8 +20,9 @@ from grpo_lab.trainer import multiturn
 from grpo_lab.trainer.decode import Sampling
 from grpo_lab.trainer.rollout import sample
 from grpo_lab.trainer.scoring import completion_id_lists, score_completions
+from grpo_lab.trainer.step_result import first_notes
 
-if TYPE_CHECKING:  # the type alone: components.py is built by setup.py
+if TYPE_CHECKING:  # the type alone: Components is built by run.py's prepare
     from grpo_lab.trainer.components import Components
 
 ACCURACY_REWARD = "correctness"
@@ -48,8 +49,9 @@ def _accuracy_reward():
 
 
 @torch.no_grad()
-def evaluate(c: Components) -> dict[str, float]:
-    """eval/* metrics for the policy as it is now (c: trainer.components.Components with an eval_task)."""
+def evaluate(c: Components, step: int) -> tuple[dict[str, float], dict[str, str]]:
+    """eval/* metrics for the policy as it is after `step` (c: trainer.components.Components with an
+    eval_task), and each reward's first failure message (for the run doctor, as the step's own)."""
     cfg = c.cfg
     start = time.perf_counter()
     rows = eval_rows(c.eval_task, cfg.eval_prompts)
@@ -69,13 +71,14 @@ def evaluate(c: Components) -> dict[str, float]:
         truncated += out.truncated.tolist()
         turns += out.turns or []
         environments += out.environments or []
-    scores = score_completions(c, rows, completions, 1, "eval: ", completion_ids=ids, step=c.step,
+    scores = score_completions(c, rows, completions, 1, "eval: ", completion_ids=ids, step=step,
                                turns=turns if tools else None, environments=environments or None)
+    notes = scores.first_error
     accuracy = scores.per_reward.get(ACCURACY_REWARD)
     if accuracy is None and "answer" in rows[0]:  # not trained on it: still the answer check
-        accuracy = score_completions(c, rows, completions, 1, "eval: ", {ACCURACY_REWARD: (_accuracy_reward(), 1.0)},
-                                     completion_ids=ids, step=c.step,
-                                     turns=turns if tools else None).per_reward[ACCURACY_REWARD]
+        checked = score_completions(c, rows, completions, 1, "eval: ", {ACCURACY_REWARD: (_accuracy_reward(), 1.0)},
+                                    completion_ids=ids, step=step, turns=turns if tools else None)
+        accuracy, notes = checked.per_reward[ACCURACY_REWARD], first_notes(notes, checked.first_error)
     metrics = {
         named("eval/reward_mean"): _mean(scores.total),
         named("eval/accuracy"): _mean(accuracy) if accuracy is not None else math.nan,
@@ -89,4 +92,4 @@ def evaluate(c: Components) -> dict[str, float]:
         metrics[named("eval/tools/calls_per_rollout")] = sum(sum("tool" in turn for turn in t) for t in turns) / len(turns)
     c.log.info("eval: %d prompts, reward %.3f, accuracy %.3f", len(rows), metrics[named("eval/reward_mean")],
                metrics[named("eval/accuracy")])
-    return metrics
+    return metrics, notes

@@ -22,12 +22,12 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from grpo_lab.rundir import json_file
 from grpo_lab.rundir.forks import INITIAL, checkpoint_dir, forkable_steps
 from grpo_lab.rundir.layout import SOURCES_KEY, valid_run_name
-from grpo_lab.trainer.config import Config, ConfigError
+from grpo_lab.trainer.config_error import ConfigError
 
 # What the parent's checkpoint holds the shapes of (the policy, LoRA's adapters, PPO's value model)
 FIXED = ("model", "algo", "lora_r", "lora_target_modules")
@@ -73,7 +73,24 @@ def child_name(parent: str, step: int, runs_dir: str) -> str:
     return name
 
 
-def check(cfg: Config) -> Path:
+class ForkOptions(Protocol):
+    """The options `check` reads: a trainer.config.Config's (not imported: config.load_config calls this
+    module, and two modules that import each other are an import cycle)."""
+
+    name: str
+    runs_dir: str
+    fork_from: str
+    fork_step: int
+    model: str
+    algo: str
+    lora_r: int
+    lora_target_modules: str
+
+    @property
+    def run_dir(self) -> Path: ...
+
+
+def check(cfg: ForkOptions) -> Path:
     """The checkpoint folder a fork starts from; ConfigError (one line) when the parent is not a run,
     the step has no whole checkpoint (saying which steps have), or an option the parent's checkpoint
     fixes is changed. Reads only: nothing is written."""
@@ -115,7 +132,7 @@ def link(source: Path, checkpoints: Path) -> None:
         tmp.rename(checkpoints / folder.name)
 
 
-def retune(optimizer, cfg: Config) -> None:
+def retune(optimizer, *, lr: float, weight_decay: float) -> None:
     """The restored optimizer with the child's learning rate and weight decay (its moments stay)."""
     for group in optimizer.param_groups:
-        group["lr"], group["weight_decay"] = cfg.lr, cfg.weight_decay
+        group["lr"], group["weight_decay"] = lr, weight_decay

@@ -30,11 +30,12 @@ from grpo_lab.trainer.records import log_step_tables, named, step_scalars
 from grpo_lab.trainer.rollout import token_logprobs
 from grpo_lab.trainer.sampling import sample_groups, step_prompts
 from grpo_lab.trainer.scoring import score
+from grpo_lab.trainer.step_result import StepResult
 from grpo_lab.trainer.updates import (LastPass, TokenStats, Updates, guard_inputs, loss_scale, minibatch_indices,
                                       optimizer_step)
 
 
-def grpo_step(c: Components, step: int) -> dict[str, float]:
+def grpo_step(c: Components, step: int) -> StepResult:
     cfg = c.cfg
     start = time.perf_counter()
     # one pass over one minibatch: pi_old is that update's own forward, detached (no second forward)
@@ -72,7 +73,8 @@ def grpo_step(c: Components, step: int) -> dict[str, float]:
         metrics[named("loss/entropy_bonus")] = sum(done.bonuses) / len(done.bonuses)
     log_step_tables(c, step, batch, done.stats, done.last, advantages=adv.groups.advantages.flatten(),
                     per_token={"advantage": adv.per_sample[:, None].expand_as(batch.old_logp)}, dropped=dropped)
-    return metrics
+    # what the run doctor reads besides the scalars: every round's reward failures, the guard's reason
+    return StepResult(metrics=metrics, reward_notes=sampled.scores.first_error, skipped_update=done.skipped)
 
 
 @dataclass
@@ -84,18 +86,21 @@ class GroupUpdates:
     last: LastPass
     updates: Updates = field(default_factory=Updates)
     bonuses: list[float] = field(default_factory=list)  # entropy_coef x entropy, per update
+    skipped: str | None = None  # why the updates stopped (updates.py's guard); None: every one was taken
 
 
 def grpo_updates(c: Components, batch: Batch, adv: GroupStep, *, reuse_first_pass: bool) -> GroupUpdates:
     """`passes` passes over the batch, each cut into `minibatches`: grpo_loss, one optimizer step each.
     reuse_first_pass: pi_old (and its entropy) is taken from the first update's forward, detached, and
     returned in `done.batch`; the batch given is never written to.
-    Nothing non-finite is stepped (updates.py's guard): such a step trains no further."""
+    Nothing non-finite is stepped (updates.py's guard): such a step trains no further, and
+    `done.skipped` says why."""
     cfg = c.cfg
     done = GroupUpdates(batch=batch, stats=TokenStats(), last=LastPass.like(batch.old_logp))
     truncated = batch.rollout.truncated if cfg.mask_truncated else None
     scored = batch.totals[~torch.isnan(batch.totals)]  # NaN: no score (None), which the advantages handle
-    if not guard_inputs(c, reward=scored, advantage=adv.per_sample):
+    done.skipped = guard_inputs(c.dist, reward=scored, advantage=adv.per_sample)
+    if done.skipped:
         return done
     for _ in range(cfg.passes if batch.rows else 0):  # dynamic sampling may leave no group to train on
         for idx in minibatch_indices(len(batch.rollout.completions), cfg.minibatches):
@@ -114,8 +119,9 @@ def grpo_updates(c: Components, batch: Batch, adv: GroupStep, *, reuse_first_pas
                     sampler_weight=sampler_weights(cfg, pi_old, idx))
                 # several processes: the gradient average across them is the whole batch's gradient
                 scale = loss_scale(c.dist, out.loss_mask, cfg.loss_aggregation)  # 1 on one process
-                (grad_norm,), stepped = optimizer_step(c, out.loss, [c.policy.parameters()], scale=scale)
-            if not stepped:
+                (grad_norm,), done.skipped = optimizer_step(c.optimizer, c.dist, out.loss, [c.policy.parameters()],
+                                                            max_grad_norm=cfg.max_grad_norm, scale=scale)
+            if done.skipped:
                 return done
             kl = out.kl if cfg.beta > 0 else measured_kl(logp, batch.ref_logp, idx)
             done.stats.add(out.ratio, kl, out.clipped_low, out.clipped_high, batch.mask[idx])

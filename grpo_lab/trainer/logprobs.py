@@ -16,7 +16,7 @@ import torch
 from grpo_lab.trainer.batch import Batch
 from grpo_lab.trainer.rollout import token_logprobs
 
-if TYPE_CHECKING:  # the type alone: components.py is built by setup.py
+if TYPE_CHECKING:  # the type alone: Components is built by run.py's prepare
     from grpo_lab.trainer.components import Components
 
 

@@ -32,7 +32,7 @@ from grpo_lab.trainer.decode import Sampling, decode
 from grpo_lab.trainer.models import unwrap
 from grpo_lab.trainer.rollout import Rollout
 
-if TYPE_CHECKING:  # the type alone: components.py is built by setup.py
+if TYPE_CHECKING:  # the type alone: Components is built by run.py's prepare
     from grpo_lab.trainer.components import Components
 
 

@@ -60,11 +60,12 @@ from grpo_lab.trainer.records import log_step_tables, named, step_scalars
 from grpo_lab.trainer.rollout import token_logprobs
 from grpo_lab.trainer.sampling import sample_groups, step_prompts
 from grpo_lab.trainer.scoring import score
+from grpo_lab.trainer.step_result import StepResult
 from grpo_lab.trainer.updates import LastPass, TokenStats, Updates, guard_inputs, minibatch_indices, optimizer_step
 from grpo_lab.trainer.value import token_values
 
 
-def ppo_step(c: Components, step: int) -> dict[str, float]:
+def ppo_step(c: Components, step: int) -> StepResult:
     cfg = c.cfg
     start = time.perf_counter()
 
@@ -103,7 +104,7 @@ def ppo_step(c: Components, step: int) -> dict[str, float]:
     log_step_tables(c, step, batch, done.stats, done.last, advantages=per_response_adv.cpu(),
                     per_token={"advantage": adv.advantages, "value": old_values, "return": adv.returns,
                                "token_reward": adv.token_rewards})
-    return metrics
+    return StepResult(metrics=metrics, reward_notes=batch.scores.first_error, skipped_update=done.skipped)
 
 
 @dataclass
@@ -114,6 +115,7 @@ class TokenUpdates:
     last: LastPass
     logs: dict[str, list[float]] = field(default_factory=lambda: {
         k: [] for k in ("loss", "policy", "value", "value_clip", "approx_kl", "grad", "value_grad")})
+    skipped: str | None = None  # why the updates stopped (updates.py's guard); None: every one was taken
 
     @property
     def updates(self) -> Updates:
@@ -122,12 +124,14 @@ class TokenUpdates:
 
 def ppo_updates(c: Components, batch: Batch, adv: TokenStep, old_values: torch.Tensor) -> TokenUpdates:
     """`passes` epochs over the batch, each cut into `minibatches`: policy and value loss, one step each.
-    Nothing non-finite is stepped (updates.py's guard): such a step trains no further."""
+    Nothing non-finite is stepped (updates.py's guard): such a step trains no further, and
+    `done.skipped` says why."""
     cfg, rollout, old_logp, ref_logp, mask = c.cfg, batch.rollout, batch.old_logp, batch.ref_logp, batch.mask
     done = TokenUpdates(stats=TokenStats(), last=LastPass.like(old_logp))
     logs = done.logs
-    if not guard_inputs(c, reward=batch.totals[~torch.isnan(batch.totals)],
-                        advantage=adv.advantages[adv.train_mask.bool()]):
+    done.skipped = guard_inputs(c.dist, reward=batch.totals[~torch.isnan(batch.totals)],
+                                advantage=adv.advantages[adv.train_mask.bool()])
+    if done.skipped:
         return done
     for _ in range(cfg.passes):
         for idx in minibatch_indices(len(rollout.completions), cfg.minibatches):
@@ -146,9 +150,10 @@ def ppo_updates(c: Components, batch: Batch, adv: TokenStep, old_values: torch.T
                                                             cfg.value_clip)
                 loss = policy_loss + cfg.value_coef * value_loss
                 # each model's gradient is clipped on its own: the value loss must not squeeze the policy's
-                (grad, value_grad), stepped = optimizer_step(c, loss, [c.policy.parameters(),
-                                                                       c.value_model.parameters()])
-            if not stepped:
+                (grad, value_grad), done.skipped = optimizer_step(
+                    c.optimizer, c.dist, loss, [c.policy.parameters(), c.value_model.parameters()],
+                    max_grad_norm=cfg.max_grad_norm)
+            if done.skipped:
                 return done
             logs["grad"].append(grad)
             logs["value_grad"].append(value_grad)

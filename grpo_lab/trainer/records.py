@@ -18,12 +18,12 @@ from grpo_lab.rundir import metrics
 from grpo_lab.rundir.metrics import named  # also the step functions' (grpo.py, ppo.py)
 from grpo_lab.tools import environments as env_rules
 from grpo_lab.trainer.data import REFERENCE_COLUMNS
-from grpo_lab.trainer import lens
+from grpo_lab.trainer import lens, step_records
 from grpo_lab.trainer.doctor import repetitive
 from grpo_lab.trainer.timing import rank_scalars, rank_seconds
 from grpo_lab.trainer.updates import LastPass, TokenStats, Updates
 
-if TYPE_CHECKING:  # the type alone: components.py is built by setup.py
+if TYPE_CHECKING:  # the type alone: Components is built by run.py's prepare
     from grpo_lab.trainer.components import Components
 
 # Fixed ratio histogram bins: 40 bins over [0.5, 1.5]; values beyond fall into the end bins.
@@ -119,10 +119,11 @@ def step_scalars(c: Components, batch, stats: TokenStats, updates: Updates, *, a
     ranks = None  # several processes: every rank's generation and update seconds, for the slowest and the mean
     policy_losses, losses, grad_norms = updates.policy_losses, updates.losses, updates.grad_norms
     if c.dist.active:  # several processes: rank 0 computes each figure over every rank's completions
-        g = c.dist.gather_step(batch=batch, stats=stats, advantages=advantages, frac_zero_std=frac_zero_std,
-                               policy_losses=policy_losses, losses=losses, rank_seconds=rank_seconds(c.timer))
-        batch, stats, advantages, frac_zero_std = g["batch"], g["stats"], g["advantages"], g["frac_zero_std"]
-        policy_losses, losses, ranks = g["policy_losses"], g["losses"], g["rank_seconds"]
+        g = step_records.gather(c.dist, step_records.ScalarPieces(
+            batch=batch, stats=stats, advantages=advantages, frac_zero_std=frac_zero_std,
+            policy_losses=policy_losses, losses=losses, rank_seconds=rank_seconds(c.timer)))
+        batch, stats, advantages, frac_zero_std = g.batch, g.stats, g.advantages, g.frac_zero_std
+        policy_losses, losses, ranks = g.policy_losses, g.losses, g.rank_seconds
     trained = batch if trained is None else trained
     rollout, mask = batch.rollout, batch.mask
     step_s = time.perf_counter() - start
@@ -192,10 +193,11 @@ def _log_tables(c: Components, step, batch, stats, last, *, advantages, per_toke
     if c.writer.level != "full":
         return
     if c.dist.active:  # several processes: rank 0 writes every rank's rows, groups numbered in rank order
-        g = c.dist.gather_step(batch=batch, stats=stats, last=last, advantages=advantages, per_token=per_token)
+        g = step_records.gather(c.dist, step_records.TablePieces(batch=batch, stats=stats, last=last,
+                                                                 advantages=advantages, per_token=per_token))
         if not c.dist.writer:
             return
-        batch, stats, last, advantages, per_token = g["batch"], g["stats"], g["last"], g["advantages"], g["per_token"]
+        batch, stats, last, advantages, per_token = g.batch, g.stats, g.last, g.advantages, g.per_token
     cfg = c.cfg
     has_kl = c.reference is not None  # beta 0: no reference, no KL (null, not 0)
     if batch.rows:  # a step whose update was skipped (updates.py's guard) has no last pass: null figures

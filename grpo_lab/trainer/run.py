@@ -20,7 +20,8 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Callable
+from pathlib import Path
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -34,8 +35,8 @@ from grpo_lab.rundir.writer import RunWriter
 from grpo_lab.trainer import checkpoint, fork
 from grpo_lab.trainer.config import Config, ConfigError, report_targets
 from grpo_lab.trainer.preflight import check_run_dir, claim
-from grpo_lab.trainer.distributed import (Dist, NullStatus, NullWriter, launch, rank_log, resume_latest, save_checkpoint,
-                                 watch_peers, wrap)
+from grpo_lab.trainer.checkpoint import resume_latest, save_checkpoint
+from grpo_lab.trainer.distributed import Dist, NullStatus, NullWriter, launch, rank_log, watch_peers, wrap
 from grpo_lab.trainer.doctor import Doctor, Finding, stops
 from grpo_lab.trainer import outcome
 from grpo_lab.trainer.lens import Trends
@@ -48,6 +49,8 @@ from grpo_lab.trainer.data import build_tasks
 from grpo_lab.trainer.tasks import Task
 from grpo_lab.trainer.setup import build_rewards, dry_run, frozen_copy, make_optimizer
 from grpo_lab.trainer.sft import warm_start
+from grpo_lab.trainer.step_records import combine_across_ranks
+from grpo_lab.trainer.step_result import StepResult, first_notes
 from grpo_lab.trainer.tasks import render
 
 
@@ -173,89 +176,26 @@ def prepare(cfg: Config, d: Dist | None = None, tasks: tuple[Task, Task | None] 
     `d.agreed()` block ends with every rank knowing whether any refused (then all exit 2).
     Without `d`: one process, as `python -m grpo_lab.trainer` and the benchmarks run."""
     d = d or Dist()
-    paths, lock, source = RunPaths(cfg.run_dir), None, None
+    paths = RunPaths(cfg.run_dir)
     forking = bool(cfg.fork_from) and not cfg.resume  # a resumed fork has the checkpoints it was given
     with d.agreed():
-        if d.writer:
-            check_run_dir(cfg)
-            if forking:  # the parent's checkpoint, checked as a resume's own (read, never locked: it may train on)
-                source = fork.check(cfg)
-                checkpoint.check(source)
-            lock = claim(cfg, paths) if cfg.resume else None  # a resume fails fast; a new run claims below
-            if cfg.resume:  # a checkpoint holding more than data (a planted pickle) is refused, unrun
-                try:
-                    checkpoint.check(checkpoint.latest(paths.checkpoints))
-                except ConfigError:
-                    lock.release()
-                    raise
+        lock, source = check_run_place(cfg, paths, forking) if d.writer else (None, None)
     with d.agreed():
-        reward_fns = build_rewards(cfg)
-        task, eval_task = tasks or build_tasks(cfg)  # every row checked: bad data stops here
-        dry_warnings = dry_run(cfg, reward_fns, task)  # a reward that cannot take the call stops here
-        tool_fns = template_tools(multiturn.build_setup(cfg, None))  # one that does not load stops here
-        device = d.device or pick_device(cfg.device)
-        seed_everything(cfg.seed)
-        policy, tokenizer, builtin = load_policy(cfg.model, cfg.seed, device, cfg.dtype, cfg.gradient_checkpointing,
-                                                 cfg.lora_r, cfg.lora_alpha, cfg.lora_target_modules)
-        # prompts as the model sees them: system prompt and chat template
-        task = render(task, tokenizer, cfg.chat_template, cfg.system_prompt, tool_fns)
-        eval_task = render(eval_task, tokenizer, cfg.chat_template, cfg.system_prompt, tool_fns) if eval_task else None
+        loaded = load_inputs(cfg, d, tasks)
 
     # --- from here on the run directory exists ---
     log, status = rank_log(d.rank), NullStatus()
     with d.agreed():
         if d.writer:
-            lock, log, status = open_run(cfg, paths, lock, {name: w for name, (_fn, w) in reward_fns.items()})
-    for line in dry_warnings if d.writer else ():
+            lock, log, status = open_run(cfg, paths, lock, {name: w for name, (_fn, w) in loaded.reward_fns.items()})
+    for line in loaded.warnings if d.writer else ():
         log.warning("%s", line)
     try:
-        if forking and d.writer:  # the parent's initial and step-S checkpoints become the child's own
-            fork.link(source, paths.checkpoints)
-            log.info("forked from %s at step %d", source.parent.parent.name, cfg.fork_step)
-        initial = paths.checkpoints / checkpoint.INITIAL
-        if d.broadcast((cfg.resume or forking) and (initial / "meta.json").is_file() if d.writer else None):
-            if d.writer:  # the others receive it below
-                checkpoint.load(initial, {"model": policy})
-        else:
-            if builtin and cfg.sft_steps:
-                warm_start(policy, tokenizer, task.sft_pairs(cfg.seed, 4096, answers_correct=False),
-                           cfg.sft_steps, device, log=log, bar=d.writer, progress=lambda done, total: status.update(
-                               phase={"name": "warm_start", "done": done, "total": total}))
-                status.update(phase=None)  # Live's "warm start: step i/N" ends here
-            if d.writer:
-                checkpoint.save(paths.checkpoints, -1, {"model": policy})
-        d.sync_weights(policy)  # several processes start from rank 0's weights
-        reference = frozen_copy(policy) if cfg.loads_reference else None  # beta 0 alone: none, and its memory saved
-        value_model = None
-        if cfg.algo == "ppo":
-            from grpo_lab.trainer.value import build_value_model  # noqa: PLC0415 - only PPO has a value model
-
-            value_model = build_value_model(cfg, policy, device)
-        policy = wrap(d, policy)  # DDP or FSDP with several processes; as it is on one
-        reference = wrap(d, reference, trained=False) if reference is not None else None
-        params = list(policy.parameters()) + (list(value_model.parameters()) if value_model is not None else [])
-        optimizer = make_optimizer(cfg, params)
-        writer = (RunWriter(paths, cfg.logging, cfg.flush_seconds, cfg.compact_every) if d.writer
-                  else NullWriter(cfg.logging))
-        comps = Components(cfg=cfg, device=device, policy=policy, tokenizer=tokenizer, reference=reference,
-                           optimizer=optimizer, task=task, reward_fns=reward_fns, writer=writer, log=log,
-                           builtin_model=builtin, value_model=value_model, eval_task=eval_task, lock=lock, dist=d)
-
-        first_step = 1
-        if cfg.resume or forking:
-            if d.writer:
-                checkpoint.remove_partial(paths.checkpoints)
-            done = resume_latest(d, comps, paths.checkpoints)
-            if not done:
-                seed_everything(cfg.seed)
-            writer.truncate_after(done)
-            first_step = done + 1
-            if forking:
-                fork.retune(optimizer, cfg)
-            else:
-                log.info("resuming %s after step %d", cfg.name, done)
+        start_weights(cfg, d, paths, loaded, forking=forking, source=source, log=log, status=status)
+        comps = build_components(cfg, d, paths, loaded, log=log, lock=lock)
+        first_step = resume_run(cfg, d, paths, comps, forking=forking) if cfg.resume or forking else 1
         if d.writer:  # report_to: the trackers get what the writer gets (rank 0 alone: it has every rank's rows)
-            comps.writer = trackers.reporting(writer, report_targets(cfg.report_to), run_dir=paths.root,
+            comps.writer = trackers.reporting(comps.writer, report_targets(cfg.report_to), run_dir=paths.root,
                                               run_name=cfg.name, config=cfg.run_record(), log=log)
     except Exception as exc:  # the run exists: its status says why it ended, rather than "killed?"
         if d.writer:
@@ -268,7 +208,117 @@ def prepare(cfg: Config, d: Dist | None = None, tasks: tuple[Task, Task | None] 
     return comps, paths, status, first_step
 
 
-def step_function(algo: str) -> Callable[[Components, int], dict[str, float]]:
+def check_run_place(cfg: Config, paths: RunPaths, forking: bool) -> tuple[RunLock | None, Path | None]:
+    """Rank 0, before anything is loaded: the run directory may be created (or resumed: its lock taken,
+    its newest checkpoint checked), and a fork's parent checkpoint is whole. Returns (the resume's lock,
+    the checkpoint a fork starts from); each None where there is none."""
+    check_run_dir(cfg)
+    source = None
+    if forking:  # the parent's checkpoint, checked as a resume's own (read, never locked: it may train on)
+        source = fork.check(cfg)
+        checkpoint.check(source)
+    lock = claim(cfg, paths) if cfg.resume else None  # a resume fails fast; a new run claims below
+    if cfg.resume:  # a checkpoint holding more than data (a planted pickle) is refused, unrun
+        try:
+            checkpoint.check(checkpoint.latest(paths.checkpoints))
+        except ConfigError:
+            lock.release()
+            raise
+    return lock, source
+
+
+@dataclass
+class Loaded:
+    """What set-up checked and loaded before the run directory exists: any of it may refuse the run."""
+
+    reward_fns: dict[str, tuple[Callable, float]]
+    task: Task  # rendered: system prompt and chat template applied
+    eval_task: Task | None
+    warnings: list[str]  # the rewards' dry run's, logged once train.log exists
+    device: torch.device
+    policy: torch.nn.Module
+    tokenizer: Any
+    builtin: bool  # the built-in tiny model (a warm start applies to it alone)
+
+
+def load_inputs(cfg: Config, d: Dist, tasks: tuple[Task, Task | None] | None) -> Loaded:
+    """Rewards, prompts, tools and the policy, each checked as it is built (every rank)."""
+    reward_fns = build_rewards(cfg)
+    task, eval_task = tasks or build_tasks(cfg)  # every row checked: bad data stops here
+    warnings = dry_run(cfg, reward_fns, task)  # a reward that cannot take the call stops here
+    tool_fns = template_tools(multiturn.build_setup(cfg, None))  # one that does not load stops here
+    device = d.device or pick_device(cfg.device)
+    seed_everything(cfg.seed)
+    policy, tokenizer, builtin = load_policy(cfg.model, cfg.seed, device, cfg.dtype, cfg.gradient_checkpointing,
+                                             cfg.lora_r, cfg.lora_alpha, cfg.lora_target_modules)
+    # prompts as the model sees them: system prompt and chat template
+    task = render(task, tokenizer, cfg.chat_template, cfg.system_prompt, tool_fns)
+    eval_task = render(eval_task, tokenizer, cfg.chat_template, cfg.system_prompt, tool_fns) if eval_task else None
+    return Loaded(reward_fns=reward_fns, task=task, eval_task=eval_task, warnings=warnings, device=device,
+                  policy=policy, tokenizer=tokenizer, builtin=builtin)
+
+
+def start_weights(cfg: Config, d: Dist, paths: RunPaths, loaded: Loaded, *, forking: bool, source: Path | None,
+                  log: logging.Logger, status: StatusFile | NullStatus) -> None:
+    """The policy's weights as RL starts, on every rank: a resume's or fork's initial checkpoint (rolled
+    back to), else the warm start's, saved as the initial checkpoint (the frozen reference's weights)."""
+    if source is not None:  # a fork (rank 0): the parent's initial and step-S checkpoints become the child's own
+        fork.link(source, paths.checkpoints)
+        log.info("forked from %s at step %d", source.parent.parent.name, cfg.fork_step)
+    initial = paths.checkpoints / checkpoint.INITIAL
+    if d.broadcast((cfg.resume or forking) and (initial / "meta.json").is_file() if d.writer else None):
+        if d.writer:  # the others receive it below
+            checkpoint.load(initial, {"model": loaded.policy})
+    else:
+        if loaded.builtin and cfg.sft_steps:
+            warm_start(loaded.policy, loaded.tokenizer, loaded.task.sft_pairs(cfg.seed, 4096, answers_correct=False),
+                       cfg.sft_steps, loaded.device, log=log, bar=d.writer, progress=lambda done, total: status.update(
+                           phase={"name": "warm_start", "done": done, "total": total}))
+            status.update(phase=None)  # Live's "warm start: step i/N" ends here
+        if d.writer:
+            checkpoint.save(paths.checkpoints, -1, {"model": loaded.policy})
+    d.sync_weights(loaded.policy)  # several processes start from rank 0's weights
+
+
+def build_components(cfg: Config, d: Dist, paths: RunPaths, loaded: Loaded, *, log: logging.Logger,
+                     lock: RunLock | None) -> Components:
+    """The reference and value models, each model as the strategy trains it, the optimizer and the writer."""
+    policy = loaded.policy
+    reference = frozen_copy(policy) if cfg.loads_reference else None  # beta 0 alone: none, and its memory saved
+    value_model = None
+    if cfg.algo == "ppo":
+        from grpo_lab.trainer.value import build_value_model  # noqa: PLC0415 - only PPO has a value model
+
+        value_model = build_value_model(cfg, policy, loaded.device)
+    policy = wrap(d, policy)  # DDP or FSDP with several processes; as it is on one
+    reference = wrap(d, reference, trained=False) if reference is not None else None
+    params = list(policy.parameters()) + (list(value_model.parameters()) if value_model is not None else [])
+    optimizer = make_optimizer(cfg, params)
+    writer = (RunWriter(paths, cfg.logging, cfg.flush_seconds, cfg.compact_every) if d.writer
+              else NullWriter(cfg.logging))
+    return Components(cfg=cfg, device=loaded.device, policy=policy, tokenizer=loaded.tokenizer, reference=reference,
+                      optimizer=optimizer, task=loaded.task, reward_fns=loaded.reward_fns,
+                      writer=writer, log=log, builtin_model=loaded.builtin, value_model=value_model,
+                      eval_task=loaded.eval_task, lock=lock, dist=d)
+
+
+def resume_run(cfg: Config, d: Dist, paths: RunPaths, comps: Components, *, forking: bool) -> int:
+    """A resume's or fork's newest checkpoint restored on every rank, the tables cut back to it; the
+    first step to train."""
+    if d.writer:
+        checkpoint.remove_partial(paths.checkpoints)
+    done = resume_latest(d, paths.checkpoints, models=comps.models(), optimizer=comps.optimizer)
+    if not done:
+        seed_everything(cfg.seed)
+    comps.writer.truncate_after(done)
+    if forking:
+        fork.retune(comps.optimizer, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    else:
+        comps.log.info("resuming %s after step %d", cfg.name, done)
+    return done + 1
+
+
+def step_function(algo: str) -> Callable[[Components, int], StepResult]:
     """The algorithm's step: grpo.grpo_step or ppo.ppo_step (imported here: they load torch's models)."""
     if algo == "ppo":
         from grpo_lab.trainer.ppo import ppo_step  # noqa: PLC0415
@@ -385,7 +435,7 @@ def peer_failed(log: logging.Logger, writer: RunWriter | NullWriter, status: Sta
 
 
 def run_steps(comps: Components, paths: RunPaths, status: StatusFile, run: Progress, stop: StopRequested,
-              step_fn: Callable[[Components, int], dict[str, float]], first_step: int) -> None:
+              step_fn: Callable[[Components, int], StepResult], first_step: int) -> None:
     """Steps first_step..max_steps, each recorded and, every checkpoint_every, checkpointed; the loop ends
     early on a stop signal or a doctor's halt (`run.stopping`, `run.halted`), after the same step on
     every process."""
@@ -398,51 +448,52 @@ def run_steps(comps: Components, paths: RunPaths, status: StatusFile, run: Progr
         if run.stopping:  # asked to stop before this step began (e.g. during the warm start)
             run.step = step - 1
             break
-        metrics = one_step(comps, step_fn, step)
-        record_step(comps, status, run, metrics, first=step == first_step)
+        result = one_step(comps, step_fn, step)
+        record_step(comps, status, run, result, first=step == first_step)
+        metrics = result.metrics
         bar.update(1)
         bar.set_postfix(reward=f"{metrics['reward/mean']:.3f}", kl=f"{metrics.get('kl/mean', math.nan):.4f}",
                         refresh=False)
         if step % cfg.checkpoint_every == 0 and step < cfg.max_steps:
             comps.writer.flush()  # the rows up to the checkpoint: a resume truncates to it
-            save_checkpoint(d, comps, paths.checkpoints, step, checkpoint.Retention.of(cfg))
+            save_checkpoint(d, paths.checkpoints, step, models=comps.models(), optimizer=comps.optimizer,
+                            keep=checkpoint.Retention.of(cfg))
         run.stopping, run.halted = d.any(stop, run.halt)  # every process ends after the same step
         if run.stopping or run.halted:
             break
     bar.close()
 
 
-def one_step(comps: Components, step_fn: Callable[[Components, int], dict[str, float]], step: int
-             ) -> dict[str, float]:
-    """One training step's scalars (rank 0: every process's figures combined), the held-out evaluation's
-    when due, and where the step's time went."""
+def one_step(comps: Components, step_fn: Callable[[Components, int], StepResult], step: int) -> StepResult:
+    """One training step's result: its scalars (rank 0: every process's figures combined), the held-out
+    evaluation's when due, and where the step's time went; the rewards' failures (the evaluation's
+    too) and a skipped update's reason, for the doctor."""
     cfg, d = comps.cfg, comps.dist
     d.seed_step(cfg.seed, step)
-    comps.step = step
-    comps.reward_notes.clear()  # filled by scoring: each reward's first failure of this step
-    comps.skipped_update = None  # set by the updates' guard: why this step did not update
-    metrics = d.combine(step_fn(comps, step))
+    result = step_fn(comps, step)
+    metrics, notes = combine_across_ranks(d, result.metrics), result.reward_notes
     if comps.eval_task is not None and eval_due(step, cfg.eval_every, cfg.max_steps):
-        metrics.update(evaluate(comps))
+        evaluated, eval_notes = evaluate(comps, step)
+        metrics.update(evaluated)
+        notes = first_notes(notes, eval_notes)
     metrics.update(comps.timer.scalars())  # where the step went; record_step's flush counts in the next
-    return metrics
+    return StepResult(metrics=metrics, reward_notes=notes, skipped_update=result.skipped_update)
 
 
 # --- per step: the scalars row, the run doctor, status.json ---------------------------------------------
 
 
-def record_step(comps: Components, status: StatusFile, run: Progress, metrics: dict[str, float], *,
-                first: bool) -> None:
+def record_step(comps: Components, status: StatusFile, run: Progress, result: StepResult, *, first: bool) -> None:
     """The step's scalars row, the doctor's findings on it (events; a halt when one reaches --stop-on), the
-    writer's timed flush and status.json's progress."""
-    step, log, writer = run.step, comps.log, comps.writer
+    writer's timed flush and status.json's progress. The lens's figures are added to `result.metrics`."""
+    step, log, writer, metrics = run.step, comps.log, comps.writer, result.metrics
     if first and (unknown := sorted(k for k in metrics if registered_name(k) is None)):
         # the registry names and explains every column (docs, Live panels): a new one goes there first
         log.warning("scalars not in grpo_lab/rundir/metrics.py, written undocumented: %s", ", ".join(unknown))
     metrics.update(run.trends.figures(metrics))  # the reward-hacking lens's figures over the run (trainer/lens.py)
     writer.log("scalars", {"step": [step], "time": [time.time()], "wall_s": [time.time() - run.start],
                            **{k: [float(v)] for k, v in metrics.items()}})
-    found = (run.doctor.check(step, metrics, reward_notes=comps.reward_notes, skipped=comps.skipped_update)
+    found = (run.doctor.check(step, metrics, reward_notes=result.reward_notes, skipped=result.skipped_update)
              if comps.dist.writer else ())
     for finding in found:  # rank 0 has the global figures
         writer.log("events", finding.row())
@@ -474,7 +525,8 @@ def finish(comps: Components, paths: RunPaths, status: StatusFile, run: Progress
                           train_seconds=round(time.time() - run.start, 3))
             log.error("%s", outcome.doctor_stop_line(step, cfg.stop_on, reason))  # the last line, for scripts
         return outcome.DOCTOR_STOPPED
-    save_checkpoint(comps.dist, comps, paths.checkpoints, step, checkpoint.Retention.of(cfg))
+    save_checkpoint(comps.dist, paths.checkpoints, step, models=comps.models(), optimizer=comps.optimizer,
+                    keep=checkpoint.Retention.of(cfg))
     never = None if run.stopping else run.scored.never()  # --stop-on none: trained on, yet nothing ever scored
     state = "stopped" if run.stopping else "failed" if never else "finished"
     status.update(state=state, step=step, train_seconds=round(time.time() - run.start, 3),

@@ -20,7 +20,7 @@ from grpo_lab.trainer import conversation, multiturn
 from grpo_lab.trainer.batch import Batch, loss_mask
 from grpo_lab.trainer.rollout import Rollout
 
-if TYPE_CHECKING:  # the type alone: components.py is built by setup.py
+if TYPE_CHECKING:  # the type alone: Components is built by run.py's prepare
     from grpo_lab.trainer.components import Components
     from grpo_lab.trainer.sampling import Sampled
 
@@ -85,7 +85,8 @@ def score_completions(c: Components, rows: list[dict], completions: list[str], p
                       environments: list | None = None) -> "rewards.Scores":
     """Score completions that answer each row `per_prompt` times in turn, with `fns` (default: the
     run's rewards), called as TRL calls them (with `turns`: as reward_inputs shapes a tool rollout);
-    a reward's failure is logged, never raised, and its first message kept in `c.reward_notes`."""
+    a reward's failure is logged, never raised, and its first message returned in the scores'
+    `first_error` (the step hands it to the run doctor: step_result.StepResult.reward_notes)."""
     tools = multiturn.setup_for(c) if turns is not None else None
     prompts, shaped, columns = reward_inputs(rows, completions, per_prompt, turns=turns, tools=tools,
                                              environments=environments)
@@ -93,8 +94,6 @@ def score_completions(c: Components, rows: list[dict], completions: list[str], p
                                completion_ids=completion_ids, trainer_state=trainer_state(c, step))
     for message in scores.messages:
         c.log.warning("%s%s", log_prefix, message)
-    for name, message in scores.first_error.items():
-        c.reward_notes.setdefault(name, message)
     return scores
 
 

@@ -69,7 +69,7 @@ class PhaseTimer:
 
 def rank_seconds(timer: PhaseTimer) -> dict[str, list[float]]:
     """This rank's seconds so far this step in each of RANK_PHASES, as one-element lists: the piece
-    Dist.gather_step concatenates in rank order (its step's generation and update are done by then)."""
+    step_records.ScalarPieces merges in rank order (its step's generation and update are done by then)."""
     return {phase: [timer.seconds[phase]] for phase in RANK_PHASES}
 
 

@@ -8,22 +8,20 @@ The guard is the last line of defence: a non-finite reward, advantage or loss ne
 reaches an optimizer step, so neither the weights nor a checkpoint of them can turn NaN. A step
 whose rewards or advantages are not finite skips its updates; an update whose loss or gradient is
 not finite has its gradients dropped instead of stepped, and the step's remaining updates are skipped. The step still
-logs, and `c.skipped_update` says why (the run doctor turns it into a critical finding). With
-several processes every process skips together.
+logs, and the guard's reason travels back with it (step_result.StepResult.skipped_update; the run
+doctor turns it into a critical finding). With several processes every process skips together.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable
+from typing import Iterable
 
 import torch
 import torch.distributed as dist
 
-if TYPE_CHECKING:  # the types alone: distributed.py merges this module's records, setup.py builds Components
-    from grpo_lab.trainer.components import Components
-    from grpo_lab.trainer.distributed import Dist
+from grpo_lab.trainer.distributed import Dist
 
 
 def minibatch_indices(batch: int, minibatches: int) -> list[torch.Tensor]:
@@ -66,34 +64,34 @@ def not_finite(name: str, values: torch.Tensor) -> str | None:
     return f"{name}: {bad.numel()} of {values.numel()} values not finite ({', '.join(kinds)})"
 
 
-def guard_inputs(c: Components, **named: torch.Tensor) -> bool:
-    """Whether the step may update: every value of `named` (rewards without the unscored NaNs,
-    advantages over the loss's tokens) finite on every process. If not, `c.skipped_update` says why."""
+def guard_inputs(d: Dist, **named: torch.Tensor) -> str | None:
+    """Why the step may not update, or None when it may: every value of `named` (rewards without the
+    unscored NaNs, advantages over the loss's tokens) must be finite on every process."""
     reason = next((line for name, values in named.items() if (line := not_finite(name, values))), None)
-    bad, = c.dist.any(reason is not None)
+    bad, = d.any(reason is not None)
     if bad:
-        c.skipped_update = reason or "another process's batch had a non-finite reward or advantage"
-    return not bad
+        return reason or "another process's batch had a non-finite reward or advantage"
+    return None
 
 
-def optimizer_step(c: Components, loss: torch.Tensor, clip: Iterable[Iterable[torch.nn.Parameter]],
-                   scale: float = 1.0) -> tuple[list[float], bool]:
+def optimizer_step(optimizer: torch.optim.Optimizer, d: Dist, loss: torch.Tensor,
+                   clip: Iterable[Iterable[torch.nn.Parameter]], *, max_grad_norm: float,
+                   scale: float = 1.0) -> tuple[list[float], str | None]:
     """zero_grad, backward of loss * scale, each parameter group's gradient clipped to max_grad_norm
-    on its own, then the optimizer step, unless the loss or a gradient is not finite (on any
-    process): then the gradients are dropped, no step is taken and `c.skipped_update` says why.
-    Returns (each group's gradient norm before clipping, whether the step was taken)."""
-    max_norm = c.cfg.max_grad_norm if c.cfg.max_grad_norm > 0 else float("inf")
-    c.optimizer.zero_grad(set_to_none=True)
+    (0: no clipping) on its own, then the optimizer step, unless the loss or a gradient is not finite
+    (on any process): then the gradients are dropped and no step is taken.
+    Returns (each group's gradient norm before clipping, why no step was taken: None when it was)."""
+    max_norm = max_grad_norm if max_grad_norm > 0 else float("inf")
+    optimizer.zero_grad(set_to_none=True)
     (loss * scale).backward()  # every process runs it: under DDP a backward left out would hang the others
     norms = [float(torch.nn.utils.clip_grad_norm_(params, max_norm)) for params in clip]
     reason = not_finite("loss", loss) or not_finite("gradient norm", torch.tensor(norms))
-    bad, = c.dist.any(reason is not None)
+    bad, = d.any(reason is not None)
     if bad:
-        c.optimizer.zero_grad(set_to_none=True)
-        c.skipped_update = reason or "another process's loss or gradient was not finite"
-        return norms, False
-    c.optimizer.step()
-    return norms, True
+        optimizer.zero_grad(set_to_none=True)
+        return norms, reason or "another process's loss or gradient was not finite"
+    optimizer.step()
+    return norms, None
 
 
 # --- what the updates leave for the records ---------------------------------------------------------

@@ -24,7 +24,7 @@ from grpo_lab import rewards
 from grpo_lab.rundir import honesty
 from grpo_lab.rundir.status import read_status
 from grpo_lab.trainer import tiny
-from grpo_lab.trainer.distributed import MERGE
+from grpo_lab.trainer.step_records import merge_batches, merge_last
 from grpo_lab.objective.functions import group_advantages
 from grpo_lab.trainer.updates import LastPass
 from grpo_lab.trainer.rollout import Rollout
@@ -130,12 +130,12 @@ def test_rank_0_merges_ranks_of_different_widths():
                      totals=torch.tensor([1.0, 0.0]), old_logp=torch.zeros(2, width),
                      entropy=torch.full((2, width), 0.5), ref_logp=None)
 
-    merged = MERGE["batch"]([batch(2, "rank0"), batch(5, "rank1")])
+    merged = merge_batches([batch(2, "rank0"), batch(5, "rank1")])
     assert merged.mask.shape == (4, 5) and merged.mask.sum() == 2 * 2 + 2 * 5
     assert [r["prompt_id"] for r in merged.rows] == ["rank0", "rank1"]  # global group 1 is rank 1's group 0
     assert float((merged.entropy * merged.mask).sum() / merged.mask.sum()) == pytest.approx(0.5)
     assert merged.rollout.generation_s == pytest.approx(0.5)  # the slower rank
-    last = MERGE["last"]([LastPass.like(torch.zeros(2, 2)), LastPass.like(torch.zeros(2, 5))])
+    last = merge_last([LastPass.like(torch.zeros(2, 2)), LastPass.like(torch.zeros(2, 5))])
     assert last.ratio.shape == (4, 5) and last.clipped_low.dtype == torch.bool
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from app_helpers import charts, live_open, open_page
 from grpo_lab.dashboard.views import metrics
-from grpo_lab.trainer.distributed import MERGE
+from grpo_lab.trainer.step_records import merge_rank_seconds
 from grpo_lab.trainer.timing import PHASES, RANK_PHASES, rank_scalars
 from shared_runs import SLOW_S, two_process_runs  # noqa: F401  (a fixture)
 from trainer_helpers import registered_metrics, read_table
@@ -27,7 +27,7 @@ RANK_METRICS = [f"time/{p}_s_{w}" for p in ("generation", "update") for w in ("m
 
 def test_rank_0_logs_the_slowest_and_the_mean_rank():
     parts = [{"generation": [1.0], "update": [0.5]}, {"generation": [3.0], "update": [0.25]}]
-    merged = MERGE["rank_seconds"](parts)
+    merged = merge_rank_seconds(parts)
     assert merged == {"generation": [1.0, 3.0], "update": [0.5, 0.25]}  # rank order
     assert rank_scalars(merged) == {"time/generation_s_max": 3.0, "time/generation_s_mean": 2.0,
                                     "time/update_s_max": 0.5, "time/update_s_mean": 0.375}
