@@ -11,10 +11,9 @@ from typing import Any
 
 import streamlit as st
 
-from grpo_lab.dashboard import launch_form, pages
+from grpo_lab.dashboard import launch_form, markup, pages
 from grpo_lab.dashboard.i18n import t
 from grpo_lab.dashboard.reading import data
-from grpo_lab.dashboard.views import markup
 from grpo_lab.launching import form_checks, form_fields, launcher
 from grpo_lab.rundir import forks
 from grpo_lab.rundir.reader import RunInfo

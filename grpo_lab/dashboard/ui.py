@@ -10,9 +10,9 @@ from collections.abc import Iterator
 
 import streamlit as st
 
+from grpo_lab.dashboard import markup
 from grpo_lab.dashboard.reading import data
 from grpo_lab.dashboard.i18n import per_language, t
-from grpo_lab.dashboard.views import markup
 from grpo_lab.rundir.reader import RunInfo
 
 log = logging.getLogger("dashboard")

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from grpo_lab.dashboard.views import markup
+from grpo_lab.dashboard import markup
 from grpo_lab.dashboard.views.groups import group_math
 
 

@@ -4,6 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from grpo_lab.dashboard.reading import downsample
 from grpo_lab.dashboard.views import charts, metrics, series
 from grpo_lab.rundir.metrics import PHASES
 
@@ -30,10 +31,10 @@ def test_downsampling_caps_points_and_keeps_every_spike():
     rng = np.random.default_rng(0)
     values = rng.normal(size=100_000)
     values[12_345], values[77_777] = 50.0, -50.0
-    idx = series.minmax_indices(values, 2000)
+    idx = downsample.minmax_indices(values, 2000)
     assert len(idx) <= 2000 and idx[0] == 0 and idx[-1] == len(values) - 1
     assert 12_345 in idx and 77_777 in idx and np.all(np.diff(idx) > 0)
-    assert series.minmax_indices(values[:10], 2000).tolist() == list(range(10))
+    assert downsample.minmax_indices(values[:10], 2000).tolist() == list(range(10))
 
 
 def test_a_long_series_reaches_the_browser_as_a_few_hundred_points_with_its_ends_and_spikes():
@@ -43,7 +44,7 @@ def test_a_long_series_reaches_the_browser_as_a_few_hundred_points_with_its_ends
     values[31_337], values[64_000] = 40.0, -40.0  # one step's spike and dip
     df = pd.DataFrame({"step": steps, "loss/total": values})
     out = series.long_frame(df, ["loss/total"], "step", 0.9)
-    assert len(out) <= series.MAX_POINTS <= 1000  # half a page of chart: 2 points a pixel at most
+    assert len(out) <= downsample.MAX_POINTS <= 1000  # half a page of chart: 2 points a pixel at most
     assert out["x"].iloc[0] == 1 and out["x"].iloc[-1] == n and out["x"].is_monotonic_increasing  # the latest step shows
     assert out["raw"].max() == 40.0 and out["x"][out["raw"].idxmax()] == 31_338
     assert out["raw"].min() == -40.0 and out["x"][out["raw"].idxmin()] == 64_001
@@ -56,7 +57,7 @@ def test_long_frame_downsamples_each_series_and_skips_missing_metrics():
     df = pd.DataFrame({"step": steps, "time": 1e9 + steps * 2.0, "wall_s": steps * 2.0 - 1.0,
                        "reward/mean": np.sin(steps / 100), "kl/mean": np.full(len(steps), np.nan)})
     out = series.long_frame(df, ["reward/mean", "kl/mean", "absent"], "step", 0.9)
-    assert set(out["series"]) == {"reward/mean"} and len(out) <= series.MAX_POINTS
+    assert set(out["series"]) == {"reward/mean"} and len(out) <= downsample.MAX_POINTS
     assert out["raw"].max() == pytest.approx(df["reward/mean"].max())
     wall = series.long_frame(df, ["reward/mean"], "wall")
     # minutes since training started: the first step ended wall_s = 1 s after the start
@@ -72,7 +73,7 @@ def test_pick_columns_tile_the_plot_at_every_x_drawn_with_each_series_value_ther
     picks = series.picks(df, ["a", "b", "absent"], "step", 0.9)
     drawn = series.long_frame(df, ["a", "b"], "step", 0.9)
     assert picks.x.tolist() == sorted(set(drawn["x"]))  # a column at every x a line has a point at
-    assert len(picks.x) <= 2 * series.MAX_POINTS and list(picks.values) == ["a", "b"]
+    assert len(picks.x) <= 2 * downsample.MAX_POINTS and list(picks.values) == ["a", "b"]
     # side by side from the first x to the last, each around its x: a click picks the x nearest the pointer
     assert picks.lo[0] == picks.x[0] and picks.hi[-1] == picks.x[-1] and np.array_equal(picks.lo[1:], picks.hi[:-1])
     assert np.all((picks.lo <= picks.x) & (picks.x <= picks.hi))

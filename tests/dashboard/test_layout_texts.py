@@ -20,7 +20,7 @@ def _page(lang: str) -> None:
     import streamlit as st
 
     from grpo_lab.dashboard import ui
-    from grpo_lab.dashboard.views import markup
+    from grpo_lab.dashboard import markup
     from grpo_lab.dashboard.views.compare import variants_view
 
     st.session_state["lang"] = lang

@@ -13,7 +13,8 @@ import pytest
 from markdown_it import MarkdownIt
 
 from app_helpers import html_bodies, open_page, texts
-from grpo_lab.dashboard.views import long_text, markup
+from grpo_lab.dashboard import markup
+from grpo_lab.dashboard.views import long_text
 from grpo_lab.rundir.layout import write_json_atomic
 
 cli = importlib.import_module("grpo_lab.rundir.import")

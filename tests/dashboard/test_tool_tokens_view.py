@@ -1,4 +1,4 @@
-"""A tool's output in the token view (views/markup.py): context, never coloured as the policy's tokens.
+"""A tool's output in the token view (markup.py): context, never coloured as the policy's tokens.
 
 The tokens table marks each token's `source` (model or tool) in runs with tools; a tool's tokens trained
 nothing, so their ratio, KL and advantage are neither drawn nor part of the scale the model's are drawn on."""
@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from grpo_lab.dashboard.views import markup
+from grpo_lab.dashboard import markup
 
 
 def rollout() -> pd.DataFrame:

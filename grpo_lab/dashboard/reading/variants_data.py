@@ -22,7 +22,7 @@ import pandas as pd
 import streamlit as st
 
 from grpo_lab.dashboard.reading import data
-from grpo_lab.dashboard.views.series import minmax_indices
+from grpo_lab.dashboard.reading.downsample import minmax_indices
 from grpo_lab.rewards.registry import reward_range
 from grpo_lab.rundir import query as rq
 from grpo_lab.rundir import variants
@@ -33,7 +33,7 @@ METRICS = ("reward/mean", "kl/mean", "completion/length_mean")  # what the page 
 _READ = ("step", *METRICS, "wall_s", "time/step_s")  # and what variants.x_axis needs besides
 # Points per variant's band sent to the browser: the chart is the page's width (about 1,400 px of
 # plot), so 400 min/max-preserving points draw the same envelope as every step would; Vega's first
-# paint grows with the points (dashboard/views/series.py). Statistics always use every step.
+# paint grows with the points (dashboard/reading/downsample.py). Statistics always use every step.
 MAX_BAND_POINTS = 400
 
 

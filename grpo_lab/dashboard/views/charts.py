@@ -15,7 +15,7 @@ every mark through its expression interpreter (no eval under Streamlit's CSP), s
 browser's cost. Live's first paint of a 10,000-step run (three charts, six curves) in Chromium, on
 2 cores at load 2.4-3.5: 1.34 s (the renderer's CPU 1.52 s) as SVG with a Voronoi cell per point
 and 600 points a curve; 0.96 s (1.09 s) on canvases with the click columns of pick_layer and 400
-points a curve (series.MAX_POINTS); a 20-step run 0.70 s either way.
+points a curve (reading/downsample.MAX_POINTS); a 20-step run 0.70 s either way.
 """
 
 from __future__ import annotations

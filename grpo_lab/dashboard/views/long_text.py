@@ -16,8 +16,8 @@ from typing import NamedTuple
 import pandas as pd
 import streamlit as st
 
+from grpo_lab.dashboard import markup
 from grpo_lab.dashboard.i18n import t
-from grpo_lab.dashboard.views import markup
 
 
 class LongText(NamedTuple):

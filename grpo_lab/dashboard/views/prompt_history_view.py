@@ -9,10 +9,10 @@ import functools
 import pandas as pd
 import streamlit as st
 
-from grpo_lab.dashboard import pages, ui
+from grpo_lab.dashboard import markup, pages, ui
 from grpo_lab.dashboard.i18n import t
 from grpo_lab.dashboard.reading import prompt_queries, queries
-from grpo_lab.dashboard.views import charts, long_text, markup
+from grpo_lab.dashboard.views import charts, long_text
 from grpo_lab.dashboard.views.groups import groups_view
 from grpo_lab.rundir.prompt_history import DEFAULT_PASS_AT
 from grpo_lab.rundir.reader import RunInfo

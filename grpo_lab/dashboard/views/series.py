@@ -1,4 +1,5 @@
-"""Curves for the browser: x-axis choice, EMA smoothing, and min/max-preserving downsampling.
+"""Curves for the browser: x-axis choice, EMA smoothing, and the min/max-preserving downsampling
+(reading/downsample.py) applied to them.
 
 Pure pandas/numpy (no Streamlit), so the numbers can be tested and benchmarked on their own.
 """
@@ -10,13 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-# Points per series sent to the browser: a Live or Compare chart is half the page wide (512 px, about
-# 440 px of plot, on a 1,500 px window), so 200 min/max pairs put a bucket on every two pixels and
-# draw the same envelope as every point would. Vega's work grows with the points (each is a mark whose
-# encodings its interpreter evaluates): on Live's first paint of a 10,000-step run, 600 a series took
-# about 0.2 s more of the browser's CPU than 400.
-MAX_POINTS = 400
-
+from grpo_lab.dashboard.reading.downsample import MAX_POINTS, minmax_indices
 
 def x_values(scalars: pd.DataFrame, mode: str) -> np.ndarray:
     """Step, or minutes since training started (`time` is absolute, so a resume's gap shows)."""
@@ -39,35 +34,6 @@ def ema(values: np.ndarray, weight: float) -> np.ndarray:
     out = s.ewm(alpha=1.0 - weight, adjust=True, ignore_na=True).mean().to_numpy(copy=True)
     out[np.isnan(s.to_numpy())] = np.nan
     return out
-
-
-def bucket_size(n: int, max_points: int = MAX_POINTS) -> int:
-    """Rows per bucket when minmax_indices downsamples n rows (1: every row is drawn).
-
-    >>> bucket_size(10_000), bucket_size(400), bucket_size(401)
-    (51, 1, 3)
-    """
-    return 1 if n <= max_points else -(-n // max(1, (max_points - 2) // 2))
-
-
-def minmax_indices(values: np.ndarray, max_points: int = MAX_POINTS) -> np.ndarray:
-    """Indices of at most ~max_points rows that keep each bucket's min and max (and both ends).
-
-    Plain striding would hide spikes; keeping every bucket's extremes draws the same envelope.
-    """
-    n = len(values)
-    if n <= max_points:
-        return np.arange(n)
-    size = bucket_size(n, max_points)
-    buckets = -(-n // size)
-    padded = np.full(buckets * size, np.nan)
-    padded[:n] = values
-    grid = padded.reshape(buckets, size)
-    offsets = np.arange(buckets) * size
-    lows = np.argmin(np.where(np.isnan(grid), np.inf, grid), axis=1) + offsets
-    highs = np.argmax(np.where(np.isnan(grid), -np.inf, grid), axis=1) + offsets
-    keep = np.concatenate(([0, n - 1], lows, highs))
-    return np.unique(keep[keep < n])
 
 
 def _kept(scalars: pd.DataFrame, metrics: list[str], smoothing: float,

@@ -14,7 +14,7 @@ import pytest
 from browser_helpers import assert_page_whole, locale, streamlit_server, wait_idle
 from playwright.sync_api import expect
 
-from grpo_lab.dashboard.views import series
+from grpo_lab.dashboard.reading import downsample
 from grpo_lab.rundir.layout import SCHEMA_VERSION, RunPaths, write_json_atomic
 from grpo_lab.rundir.writer import RunWriter
 
@@ -68,8 +68,8 @@ def test_the_overview_of_a_long_run_draws_on_canvases_with_a_tooltip_of_every_se
                                  ".map(c => c.querySelectorAll('svg *').length)")
     assert all(n < SVG_ELEMENTS for n in svg_elements), svg_elements
     words = locale("en")
-    stride = series.bucket_size(STEPS)
-    expect(page.get_by_text(words["live.downsampled"].format(stride=stride, points=series.MAX_POINTS))).to_be_visible()
+    stride = downsample.bucket_size(STEPS)
+    expect(page.get_by_text(words["live.downsampled"].format(stride=stride, points=downsample.MAX_POINTS))).to_be_visible()
 
     kl = charts.filter(has_text=words["panel.kl.title"]).first
     box = kl.bounding_box()

@@ -8,10 +8,10 @@ import functools
 import pandas as pd
 import streamlit as st
 
-from grpo_lab.dashboard import ui
+from grpo_lab.dashboard import markup, ui
 from grpo_lab.dashboard.i18n import t
 from grpo_lab.dashboard.reading import data, prompt_queries
-from grpo_lab.dashboard.views import long_text, markup, prompt_history_view
+from grpo_lab.dashboard.views import long_text, prompt_history_view
 from grpo_lab.dashboard.views.groups import groups_view
 from grpo_lab.rundir.prompt_history import nearest
 from grpo_lab.rundir.reader import RunInfo

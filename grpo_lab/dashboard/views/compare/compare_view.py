@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from grpo_lab.dashboard import pages, ui
+from grpo_lab.dashboard import markup, pages, ui
 from grpo_lab.launching import form_fields
 from grpo_lab.dashboard.reading import data, variants_data
-from grpo_lab.dashboard.views import charts, markup, series
+from grpo_lab.dashboard.views import charts, series
 from grpo_lab.dashboard.views.compare import compare_completions_view, fork_lines, more_seeds_view
 from grpo_lab.dashboard.views.runs import annotations_view
 from grpo_lab.dashboard.i18n import t

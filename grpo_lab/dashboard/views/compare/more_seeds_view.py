@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import streamlit as st
 
+from grpo_lab.dashboard import markup
 from grpo_lab.dashboard.i18n import t
 from grpo_lab.dashboard.reading import data
-from grpo_lab.dashboard.views import markup
 from grpo_lab.launching import form_checks, more_seeds
 
 SEEDS = 2  # each configuration then has 3: the variants verdict needs 2

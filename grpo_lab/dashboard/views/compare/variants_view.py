@@ -12,11 +12,11 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from grpo_lab.dashboard import ui
+from grpo_lab.dashboard import markup, ui
 from grpo_lab.dashboard.i18n import per_language, t
 from grpo_lab.launching import pending_launches
 from grpo_lab.dashboard.reading import data, variants_data
-from grpo_lab.dashboard.views import markup, metrics
+from grpo_lab.dashboard.views import metrics
 from grpo_lab.dashboard.views.runs import sweeps_view
 from grpo_lab.dashboard.views.charts import AUTOSIZE, Spec, _q
 from grpo_lab.rundir import metrics as registry

@@ -7,9 +7,9 @@ import html
 import pandas as pd
 import streamlit as st
 
-from grpo_lab.dashboard import pages, ui
+from grpo_lab.dashboard import markup, pages, ui
 from grpo_lab.dashboard.reading import data, queries
-from grpo_lab.dashboard.views import charts, long_text, markup
+from grpo_lab.dashboard.views import charts, long_text
 from grpo_lab.dashboard.views.groups import group_math, groups_order, rating, rescore_view, step_nav
 from grpo_lab.dashboard.views.groups import turns as turns_view
 from grpo_lab.dashboard.i18n import t

@@ -19,7 +19,7 @@ import streamlit as st
 
 from grpo_lab.dashboard import pages, parse
 from grpo_lab.dashboard.i18n import per_language, t
-from grpo_lab.dashboard.views.markup import md
+from grpo_lab.dashboard.markup import md
 from grpo_lab.rundir import labels
 from grpo_lab.rundir.query import query
 from grpo_lab.rundir.reader import RunInfo

@@ -20,9 +20,9 @@ import streamlit as st
 from grpo_lab import rewards
 from grpo_lab.finished_runs import rescore
 from grpo_lab.launching import allowed
+from grpo_lab.dashboard import markup
 from grpo_lab.dashboard.i18n import t
 from grpo_lab.dashboard.reading import data
-from grpo_lab.dashboard.views import markup
 from grpo_lab.rundir import rescores
 from grpo_lab.rundir.reader import RunInfo
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from grpo_lab.dashboard.views import markup
+from grpo_lab.dashboard import markup
 from grpo_lab.dashboard.i18n import per_language, t
 from grpo_lab.dashboard.reading import data
 from grpo_lab.dashboard.views.groups import groups_order

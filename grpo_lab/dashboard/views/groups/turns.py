@@ -13,9 +13,8 @@ import json
 import pandas as pd
 import streamlit as st
 
-from grpo_lab.dashboard import ui
+from grpo_lab.dashboard import markup, ui
 from grpo_lab.dashboard.i18n import t
-from grpo_lab.dashboard.views import markup
 from grpo_lab.rundir import json_file
 
 CALL_STYLE = "margin:2px 0 2px 1.5em;padding:2px 8px;border-left:3px solid #6c8ebf;background:#eef3fa;font-family:monospace"

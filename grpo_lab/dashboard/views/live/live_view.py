@@ -14,9 +14,9 @@ import time
 import pandas as pd
 import streamlit as st
 
-from grpo_lab.dashboard import pages, ui
-from grpo_lab.dashboard.reading import data, queries
-from grpo_lab.dashboard.views import charts, markup, metrics, series
+from grpo_lab.dashboard import markup, pages, ui
+from grpo_lab.dashboard.reading import data, downsample, queries
+from grpo_lab.dashboard.views import charts, metrics, series
 from grpo_lab.dashboard.views.groups import groups_order, rating
 from grpo_lab.dashboard.views.live import curve_link, honesty_section, loss_note
 from grpo_lab.dashboard.i18n import t
@@ -190,8 +190,8 @@ def render(run: str, x_mode: str, smoothing: float, extra: list[str], was_active
     if no_gap is None:
         mismatch_section(run)
     st.caption(t("live.read", rows=frame.new_rows, steps=len(frame.df), time=time.strftime("%H:%M:%S")))
-    if (stride := series.bucket_size(len(frame.df))) > 1:  # downsampled (series.minmax_indices): said so
-        st.caption(t("live.downsampled", stride=stride, points=series.MAX_POINTS))
+    if (stride := downsample.bucket_size(len(frame.df))) > 1:  # downsampled (downsample.minmax_indices): said so
+        st.caption(t("live.downsampled", stride=stride, points=downsample.MAX_POINTS))
 
 
 NO_GAP = 1e-3  # |log pi_old - log pi_sampler| below this on every step: float round-off, not two models

@@ -9,10 +9,9 @@ import time
 
 import streamlit as st
 
-from grpo_lab.dashboard import ui
+from grpo_lab.dashboard import markup, ui
 from grpo_lab.dashboard.i18n import t
 from grpo_lab.dashboard.reading import data
-from grpo_lab.dashboard.views import markup
 from grpo_lab.rundir import annotations
 from grpo_lab.rundir.reader import RunInfo
 

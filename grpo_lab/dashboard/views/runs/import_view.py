@@ -10,9 +10,9 @@ from pathlib import Path
 
 import streamlit as st
 
+from grpo_lab.dashboard import markup
 from grpo_lab.dashboard.i18n import t
 from grpo_lab.dashboard.reading import data
-from grpo_lab.dashboard.views import markup
 from grpo_lab.launching import allowed
 from grpo_lab.rundir.importers.build import SourceError
 from grpo_lab.rundir.reader import RunNameError

@@ -9,11 +9,10 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from grpo_lab.dashboard import ui
+from grpo_lab.dashboard import markup, ui
 from grpo_lab.dashboard.i18n import t
 from grpo_lab.launching import housekeeping
 from grpo_lab.dashboard.reading import data
-from grpo_lab.dashboard.views import markup
 from grpo_lab.dashboard.views.runs import annotations_view
 from grpo_lab.rundir import annotations
 

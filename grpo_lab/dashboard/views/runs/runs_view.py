@@ -11,12 +11,10 @@ import time
 import pandas as pd
 import streamlit as st
 
-from grpo_lab.dashboard import pages, ui
-from grpo_lab.dashboard import fork_form, launch_form
+from grpo_lab.dashboard import fork_form, launch_form, markup, pages, ui
 from grpo_lab.launching import form_checks, housekeeping, launch_queue, launch_records, pending_launches, process_control
 from grpo_lab.launching.keys import KeyDirError, check_key_dir
 from grpo_lab.dashboard.reading import data
-from grpo_lab.dashboard.views import markup
 from grpo_lab.dashboard.views.runs import annotations_view, runs_filters, runs_manage_view, sweeps_view
 from grpo_lab.dashboard.i18n import per_language, t
 from grpo_lab.rundir.layout import SOURCES_KEY

@@ -19,10 +19,9 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from grpo_lab.dashboard import pages, ui
+from grpo_lab.dashboard import markup, pages, ui
 from grpo_lab.dashboard.i18n import t
 from grpo_lab.launching import pending_launches
-from grpo_lab.dashboard.views import markup
 from grpo_lab.rundir.status import STATES
 
 # a launch's states (no run folder yet), then status.json's (rundir/status.py), then a launch that died
